@@ -1,0 +1,172 @@
+package cgroups
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Root is where cgroup filesystems are mounted.
+const Root = "/sys/fs/cgroup"
+
+var (
+	modeOnce sync.Once
+	mode     Mode
+)
+
+// DetectMode returns the host's cgroup mode, found once with statfs as
+// containerd/cgroups does.
+func DetectMode() Mode {
+	modeOnce.Do(func() { mode = detectMode(Root) })
+	return mode
+}
+
+func detectMode(root string) Mode {
+	var st unix.Statfs_t
+	if err := unix.Statfs(root, &st); err != nil {
+		return Unavailable
+	}
+	if st.Type == unix.CGROUP2_SUPER_MAGIC {
+		return Unified
+	}
+	if err := unix.Statfs(filepath.Join(root, "unified"), &st); err == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+		return Hybrid
+	}
+	if err := unix.Statfs(filepath.Join(root, "memory"), &st); err == nil && st.Type == unix.CGROUP_SUPER_MAGIC {
+		return Legacy
+	}
+	return Unavailable
+}
+
+// Check returns an error naming what is missing when the host cannot enforce
+// boxer's limits: each of Required must be an active controller.
+func Check(m Mode) error {
+	return checkAt(m, Root)
+}
+
+func checkAt(m Mode, root string) error {
+	var missing []string
+	switch m {
+	case Unified:
+		data, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+		if err != nil {
+			return fmt.Errorf("reading cgroup controllers: %w", err)
+		}
+		have := parseControllers(data)
+		for _, c := range Required {
+			if !have[c] {
+				missing = append(missing, c)
+			}
+		}
+	case Legacy, Hybrid:
+		for _, c := range Required {
+			var st unix.Statfs_t
+			if err := unix.Statfs(filepath.Join(root, c), &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
+				missing = append(missing, c)
+			}
+		}
+	default:
+		return errors.New("no cgroup filesystem is mounted at " + root)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("cgroup controllers %s are not available (%s): boxer cannot enforce its limits", strings.Join(missing, ", "), m)
+	}
+	return nil
+}
+
+// Controllers lists the controllers available in mode m, for doctor.
+func Controllers(m Mode) []string {
+	switch m {
+	case Unified:
+		data, _ := os.ReadFile(filepath.Join(Root, "cgroup.controllers"))
+		return strings.Fields(string(data))
+	case Legacy, Hybrid:
+		entries, _ := os.ReadDir(Root)
+		var out []string
+		for _, e := range entries {
+			var st unix.Statfs_t
+			if unix.Statfs(filepath.Join(Root, e.Name()), &st) == nil && st.Type == unix.CGROUP_SUPER_MAGIC && !strings.HasPrefix(e.Name(), "name=") && e.Name() != "systemd" {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// ReadStats reads the figures of the cgroup at path (the spec's
+// cgroupsPath, absolute) while it still exists. Files the kernel does not
+// have leave their figure at zero.
+func ReadStats(m Mode, path string) (Stats, error) {
+	return readStatsAt(m, Root, path)
+}
+
+func readStatsAt(m Mode, root, path string) (Stats, error) {
+	var st Stats
+	var errs []error
+	switch m {
+	case Unified:
+		dir := filepath.Join(root, path)
+		st.MemoryPeakBytes, errs = readOne(errs, filepath.Join(dir, "memory.peak"), filepath.Join(dir, "memory.current"))
+		usec, err := readKeyedFile(filepath.Join(dir, "cpu.stat"), "usage_usec")
+		errs = appendErr(errs, err)
+		st.CPUTimeNs = usec * 1000
+		st.OOMKills, err = readKeyedFile(filepath.Join(dir, "memory.events"), "oom_kill")
+		errs = appendErr(errs, err)
+	case Legacy, Hybrid:
+		mem := filepath.Join(root, "memory", path)
+		st.MemoryPeakBytes, errs = readOne(errs, filepath.Join(mem, "memory.max_usage_in_bytes"))
+		st.CPUTimeNs, errs = readOne(errs, filepath.Join(root, "cpuacct", path, "cpuacct.usage"))
+		var err error
+		st.OOMKills, err = readKeyedFile(filepath.Join(mem, "memory.oom_control"), "oom_kill")
+		errs = appendErr(errs, err)
+	default:
+		return st, errors.New("no cgroup filesystem")
+	}
+	return st, errors.Join(errs...)
+}
+
+// readOne reads the first of files that exists as a single number.
+func readOne(errs []error, files ...string) (uint64, []error) {
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, append(errs, err)
+		}
+		n, err := parseSingle(data, f)
+		return n, appendErr(errs, err)
+	}
+	return 0, errs
+}
+
+func readKeyedFile(file, key string) (uint64, error) {
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseKeyed(bytes.NewReader(data), file, key)
+	if errors.Is(err, ErrNoStat) {
+		return 0, nil
+	}
+	return n, err
+}
+
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
+}

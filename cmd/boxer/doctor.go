@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/runner"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+)
+
+// check is one line of 'boxer doctor'.
+type check struct {
+	name     string
+	required bool
+	ok       bool
+	detail   string
+}
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "doctor",
+		Usage:        "check this host for what boxer needs, one line per check",
+		OnUsageError: usageError,
+		Action: func(c *cli.Context) error {
+			failed := false
+			for _, ch := range doctor(c) {
+				mark := "ok  "
+				switch {
+				case !ch.ok && ch.required:
+					mark, failed = "FAIL", true
+				case !ch.ok:
+					mark = "warn"
+				}
+				fmt.Printf("%s  %-12s %s\n", mark, ch.name, ch.detail)
+			}
+			if failed {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+}
+
+func doctor(c *cli.Context) []check {
+	var out []check
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	out = append(out, check{name: "kernel", required: true, ok: true, detail: unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Machine[:])})
+
+	mode := cgroups.DetectMode()
+	cg := check{name: "cgroups", required: true, ok: true, detail: fmt.Sprintf("%s, controllers: %s", mode, strings.Join(cgroups.Controllers(mode), " "))}
+	if err := cgroups.Check(mode); err != nil {
+		cg.ok, cg.detail = false, err.Error()+": enable the memory, cpu and pids controllers"
+	}
+	out = append(out, cg)
+
+	cfg := daemon.FromEnv()
+	ctrd := check{name: "containerd", required: true}
+	if bin, err := cfg.BinaryPath(); err != nil {
+		ctrd.detail = err.Error()
+	} else {
+		ctrd.ok, ctrd.detail = true, bin+" "+versionOf(bin, "--version")
+	}
+	out = append(out, ctrd)
+	out = append(out, binaryCheck("runc", true, "runc", "--version", "apt-get install runc"))
+	out = append(out, binaryCheck("runsc", false, "runsc", "--version", "optional (gVisor): apt-get install runsc"))
+	out = append(out, binaryCheck("debootstrap", true, "debootstrap", "--version", "apt-get install debootstrap (needed by 'boxer setup' and 'boxer image build')"))
+
+	sock := check{name: "socket", required: false}
+	address := c.String("address")
+	switch {
+	case address != "":
+	case cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress):
+		address = cfg.SystemAddress
+	case daemon.GetStatus(cfg).Running:
+		address = cfg.Address()
+	}
+	var client *containerd.Client
+	if address == "" {
+		sock.detail = "no containerd answers yet: boxer starts its private one on first use ('boxer setup' or 'boxer containerd start')"
+	} else {
+		ctx, cancel := context.WithTimeout(c.Context, 3*time.Second)
+		defer cancel()
+		cl, err := containerd.New(address, containerd.WithDefaultNamespace(c.String("namespace")))
+		if err == nil {
+			var v containerd.Version
+			if v, err = cl.Version(ctx); err == nil {
+				sock.ok, sock.detail = true, fmt.Sprintf("%s answers: containerd %s", address, v.Version)
+				client = cl
+				defer cl.Close()
+			}
+		}
+		if err != nil {
+			sock.required = true
+			sock.detail = fmt.Sprintf("%s does not answer: %v", address, err)
+		}
+	}
+	out = append(out, sock)
+
+	for _, name := range runner.PresetNames() {
+		p := runner.Presets[name]
+		im := check{name: "image", required: client != nil}
+		switch {
+		case client == nil:
+			im.detail = fmt.Sprintf("%s: not checked (no containerd)", p.Image)
+		default:
+			ctx, cancel := context.WithTimeout(c.Context, 3*time.Second)
+			_, err := client.ImageService().Get(ctx, p.Image)
+			cancel()
+			if err != nil {
+				im.detail = fmt.Sprintf("%s missing: run 'boxer setup --lang %s'", p.Image, name)
+			} else {
+				im.ok, im.detail = true, fmt.Sprintf("%s present (--lang %s)", p.Image, name)
+			}
+		}
+		out = append(out, im)
+	}
+	return out
+}
+
+func binaryCheck(name string, required bool, bin, versionFlag, install string) check {
+	ch := check{name: name, required: required}
+	p, err := exec.LookPath(bin)
+	if err != nil {
+		if q := daemon.LibexecDir + "/" + bin; isExec(q) {
+			p, err = q, nil
+		}
+	}
+	if err != nil {
+		ch.detail = "not found: " + install
+		return ch
+	}
+	ch.ok, ch.detail = true, p+" "+versionOf(p, versionFlag)
+	return ch
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&0o111 != 0
+}
+
+// versionOf returns the first line a binary prints of its version, bounded in time.
+func versionOf(bin, flag string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, flag).CombinedOutput()
+	if err != nil && len(out) == 0 {
+		return "(version unknown: " + err.Error() + ")"
+	}
+	line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
+	return string(line)
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/snapshots"
+	"github.com/docker/go-units"
+	"github.com/urfave/cli/v2"
+)
+
+// Debian defaults of image builds.
+const (
+	defaultSuite  = "bookworm"
+	defaultMirror = "http://deb.debian.org/debian"
+)
+
+func imageCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "image",
+		Usage:        "build, list and remove images",
+		OnUsageError: usageError,
+		Subcommands:  []*cli.Command{imageBuildCommand(), imageLsCommand(), imageRmCommand()},
+	}
+}
+
+func debianFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "suite", Value: defaultSuite, Usage: "Debian suite"},
+		&cli.StringFlag{Name: "mirror", Value: defaultMirror, Usage: "Debian mirror `URL`"},
+	}
+}
+
+func imageBuildCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "build",
+		Usage:        "build a minimal Debian image with debootstrap",
+		ArgsUsage:    "NAME",
+		OnUsageError: usageError,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "packages", Usage: "comma-separated Debian packages, e.g. python3,tzdata"},
+		}, debianFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fail("image build needs exactly one NAME, e.g. 'boxer image build mypy --packages python3'")
+			}
+			var pkgs []string
+			for _, p := range strings.Split(c.String("packages"), ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					pkgs = append(pkgs, p)
+				}
+			}
+			return buildImage(c, snapshots.BuildOptions{
+				Name:     c.Args().First(),
+				Packages: pkgs,
+				Suite:    c.String("suite"),
+				Mirror:   c.String("mirror"),
+			})
+		},
+	}
+}
+
+func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
+	if err := validPackages(o.Packages); err != nil {
+		return err
+	}
+	r, err := connect(c, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	o.CacheDir = daemon.FromEnv().Cache
+	o.Progress = os.Stderr
+	start := time.Now()
+	img, err := snapshots.Build(c.Context, r.Client(), o)
+	if err != nil {
+		return fail("building image %s: %v", o.Name, err)
+	}
+	fmt.Fprintf(os.Stderr, "boxer: image %s ready (%s) in %.1fs\n", img.Name, img.Digest, time.Since(start).Seconds())
+	return nil
+}
+
+// validPackages refuses names debootstrap would pass to apt as options.
+func validPackages(pkgs []string) error {
+	for _, p := range pkgs {
+		for i, ch := range p {
+			ok := ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || i > 0 && strings.ContainsRune("+-.", ch)
+			if !ok {
+				return fail("invalid Debian package name %q", p)
+			}
+		}
+	}
+	return nil
+}
+
+func imageLsCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "ls",
+		Usage:        "list images",
+		OnUsageError: usageError,
+		Action: func(c *cli.Context) error {
+			r, err := connect(c, os.Stderr)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			imgs, err := snapshots.List(c.Context, r.Client())
+			if err != nil {
+				return fail("%v", err)
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tDIGEST\tSIZE\tCREATED")
+			for _, img := range imgs {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", img.Name, img.Digest.Encoded()[:12], units.HumanSize(float64(img.Size)), img.Created.Format(time.RFC3339))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func imageRmCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "rm",
+		Usage:        "remove images",
+		ArgsUsage:    "REF...",
+		OnUsageError: usageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fail("image rm needs at least one REF (see 'boxer image ls')")
+			}
+			r, err := connect(c, os.Stderr)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			for _, ref := range c.Args().Slice() {
+				err := snapshots.Remove(c.Context, r.Client(), ref)
+				if errors.Is(err, snapshots.ErrImageNotFound) {
+					return fail("image %s not found (see 'boxer image ls')", ref)
+				} else if err != nil {
+					return fail("%v", err)
+				}
+				fmt.Println(ref)
+			}
+			return nil
+		},
+	}
+}

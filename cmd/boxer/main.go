@@ -1,0 +1,107 @@
+// Command boxer runs untrusted code in a fresh, hardened sandbox on containerd.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/containerd/log"
+	"github.com/urfave/cli/v2"
+)
+
+// version is set by the Makefile.
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	app := newApp()
+	err := app.RunContext(context.Background(), args)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "boxer: "+oneLine(ee.msg))
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "boxer: "+oneLine(err.Error()))
+	return runner.ExitBoxer
+}
+
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                      "boxer",
+		Usage:                     "run untrusted code in a fresh, hardened sandbox on containerd",
+		Version:                   version,
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true,
+		OnUsageError:              usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "address", Usage: "containerd socket (default: the system socket if it answers, else boxer's private containerd)", EnvVars: []string{"BOXER_ADDRESS"}},
+			&cli.StringFlag{Name: "namespace", Value: "boxer", Usage: "containerd namespace for boxer's objects", EnvVars: []string{"BOXER_NAMESPACE"}},
+			&cli.BoolFlag{Name: "debug", Usage: "log containerd client details to stderr"},
+		},
+		Before: func(c *cli.Context) error {
+			if c.Bool("debug") {
+				_ = log.SetLevel("debug")
+			} else {
+				// containerd's client logs warnings of its own; boxer reports what matters.
+				_ = log.SetLevel("error")
+			}
+			return nil
+		},
+		Commands: []*cli.Command{
+			runCommand(),
+			setupCommand(),
+			doctorCommand(),
+			imageCommand(),
+			containerdCommand(),
+		},
+	}
+}
+
+// usageError turns urfave/cli's usage errors into boxer's one-line, exit-125 errors.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return &exitError{code: runner.ExitBoxer, msg: err.Error() + " (see 'boxer " + c.Command.FullName() + " --help')"}
+}
+
+// exitError carries an exit code and an optional one-line message to main.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func fail(format string, args ...any) error {
+	return &exitError{code: runner.ExitBoxer, msg: fmt.Sprintf(format, args...)}
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// connect returns a Runner on the containerd the global flags select.
+func connect(c *cli.Context, progress io.Writer) (*runner.Runner, error) {
+	r, err := runner.New(c.Context, runner.Options{
+		Address:   c.String("address"),
+		Namespace: c.String("namespace"),
+		Daemon:    daemon.FromEnv(),
+		Progress:  progress,
+	})
+	if err != nil {
+		return nil, fail("cannot reach containerd: %v (check 'boxer doctor')", err)
+	}
+	return r, nil
+}

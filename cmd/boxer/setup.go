@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/boxer-dev/boxer/snapshots"
+	"github.com/urfave/cli/v2"
+)
+
+func setupCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "setup",
+		Usage:        "make containerd reachable and build the images of the language presets",
+		OnUsageError: usageError,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "lang", Usage: "set up only this language"},
+		}, debianFlags()...),
+		Action: func(c *cli.Context) error {
+			langs := runner.PresetNames()
+			if l := c.String("lang"); l != "" {
+				if _, ok := runner.Presets[l]; !ok {
+					return fail("unknown language %q: use one of %v", l, langs)
+				}
+				langs = []string{l}
+			}
+			for _, l := range langs {
+				p := runner.Presets[l]
+				fmt.Fprintf(os.Stderr, "boxer: setting up %s (%s)\n", l, p.Image)
+				if err := buildImage(c, snapshots.BuildOptions{
+					Name:     p.Image,
+					Packages: p.Packages,
+					Suite:    c.String("suite"),
+					Mirror:   c.String("mirror"),
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}

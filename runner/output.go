@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+)
+
+// capped keeps the first limit bytes written to it (and passes them on to
+// tee, if set) and drains the rest, so the program never blocks on a full
+// pipe and boxer's memory never grows past limit.
+type capped struct {
+	mu        sync.Mutex
+	limit     int64
+	n         int64
+	buf       bytes.Buffer
+	tee       io.Writer
+	truncated bool
+}
+
+var _ io.Writer = (*capped)(nil)
+
+func newCapped(limit int64, tee io.Writer) *capped {
+	return &capped{limit: limit, tee: tee}
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keep := p
+	if room := c.limit - c.n; int64(len(keep)) > room {
+		keep = keep[:max(room, 0)]
+		c.truncated = true
+	}
+	if len(keep) > 0 {
+		c.n += int64(len(keep))
+		c.buf.Write(keep)
+		if c.tee != nil {
+			// A closed terminal must not stop the drain.
+			_, _ = c.tee.Write(keep)
+		}
+	}
+	return len(p), nil
+}
+
+// text returns what was kept, with invalid UTF-8 replaced.
+func (c *capped) text() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.ToValidUTF8(c.buf.String(), "\uFFFD"), c.truncated
+}

@@ -1,0 +1,107 @@
+// Package runner runs one program in a fresh, hardened sandbox on containerd
+// and reports how it ended and what it cost. Run is the only entry point the
+// CLI and the server use.
+package runner
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Defaults from SPEC.md.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultMemory      = 256 << 20
+	DefaultCPUs        = 1.0
+	DefaultPids        = 64
+	DefaultTmpSize     = 64 << 20
+	DefaultOutputLimit = 1 << 20
+	DefaultUID         = 65534
+	DefaultGID         = 65534
+	DefaultRuntime     = "runc"
+	DefaultNetwork     = "none"
+)
+
+// Request says what to run and within which limits. Zero limits take the
+// defaults above.
+type Request struct {
+	// Lang names a preset (see Presets); Code is its program. Without Lang,
+	// Args is run in Image.
+	Lang  string
+	Code  []byte
+	Image string
+	Args  []string
+	// Env holds K=V pairs set on top of the image's environment.
+	Env []string
+
+	Timeout     time.Duration
+	MemoryBytes int64
+	CPUs        float64
+	Pids        int64
+	TmpBytes    int64
+	OutputLimit int64
+	UID, GID    uint32
+	// UserSet tells that UID and GID were given (0:0 is a valid choice).
+	UserSet bool
+	Runtime string
+	Network string
+	// Seccomp replaces the default profile; nil keeps it.
+	Seccomp *specs.LinuxSeccomp
+
+	// Stdout and Stderr, if set, receive the program's output as it comes,
+	// capped by OutputLimit like the copies kept in the Result.
+	Stdout io.Writer `json:"-"`
+	Stderr io.Writer `json:"-"`
+}
+
+// Status values of a Result.
+const (
+	StatusExited  = "exited"
+	StatusTimeout = "timeout"
+	StatusOOM     = "oom"
+	StatusKilled  = "killed"
+	StatusError   = "error"
+)
+
+// Exit codes beyond the program's own, as docker uses them.
+const (
+	ExitBoxer      = 125
+	ExitCannotExec = 126
+	ExitNotFound   = 127
+	ExitTimeout    = 124
+	ExitOOM        = 137
+)
+
+// File is one file copied out of /workspace.
+type File struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+}
+
+// Result is the JSON object of SPEC.md.
+type Result struct {
+	ID              string  `json:"id"`
+	Status          string  `json:"status"`
+	ExitCode        int     `json:"exit_code"`
+	Signal          string  `json:"signal,omitempty"`
+	Stdout          string  `json:"stdout"`
+	Stderr          string  `json:"stderr"`
+	StdoutTruncated bool    `json:"stdout_truncated"`
+	StderrTruncated bool    `json:"stderr_truncated"`
+	DurationMs      float64 `json:"duration_ms"`
+	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
+	CPUTimeMs       float64 `json:"cpu_time_ms"`
+	Runtime         string  `json:"runtime"`
+	Image           string  `json:"image"`
+	FilesOut        []File  `json:"files_out,omitempty"`
+	Error           string  `json:"error,omitempty"`
+}
+
+// ErrInvalid marks a request boxer refuses before touching containerd.
+var ErrInvalid = errors.New("invalid request")
+
+// ErrInterrupted is returned when the caller's context ended the run.
+var ErrInterrupted = errors.New("interrupted")

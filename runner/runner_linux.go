@@ -1,0 +1,541 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/seccomp"
+	"github.com/boxer-dev/boxer/snapshots"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+)
+
+// Labels on every sandbox container, so that leftovers of a boxer killed
+// with SIGKILL can be found and reaped.
+const (
+	LabelSandbox = "boxer.sandbox"
+	LabelOwner   = "boxer.owner"
+)
+
+// runcShim is containerd's runc shim, the runtime of every runc sandbox.
+const runcShim = "io.containerd.runc.v2"
+
+// cleanupTimeout bounds the teardown of a sandbox, which must not use the
+// caller's (possibly cancelled) context.
+const cleanupTimeout = 15 * time.Second
+
+// Options say how a Runner reaches containerd.
+type Options struct {
+	// Address of containerd; empty means the embedded default (see daemon).
+	Address string
+	// Namespace keeps boxer's objects apart; default "boxer".
+	Namespace string
+	// Daemon locates boxer's state and the private containerd.
+	Daemon daemon.Config
+	// Progress hears about slow steps (starting containerd); may be nil.
+	Progress io.Writer
+}
+
+// Runner runs sandboxes on one containerd.
+type Runner struct {
+	client    *containerd.Client
+	address   string
+	namespace string
+	runsDir   string
+	cgroups   cgroups.Mode
+	nofile    uint64
+	owner     string
+	reaped    chan struct{}
+}
+
+// New connects to containerd (starting boxer's private one if needed) and
+// starts reaping sandboxes left behind by boxer processes that died.
+func New(ctx context.Context, o Options) (*Runner, error) {
+	if o.Namespace == "" {
+		o.Namespace = "boxer"
+	}
+	address, err := daemon.Resolve(ctx, o.Daemon, o.Address, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	client, err := containerd.New(address, containerd.WithDefaultNamespace(o.Namespace), containerd.WithTimeout(5*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to containerd at %s: %w", address, err)
+	}
+	r := &Runner{
+		client:    client,
+		address:   address,
+		namespace: o.Namespace,
+		runsDir:   filepath.Join(o.Daemon.State, "runs"),
+		cgroups:   cgroups.DetectMode(),
+		nofile:    nofileLimit(),
+		owner:     selfOwner(),
+		reaped:    make(chan struct{}),
+	}
+	go func() {
+		defer close(r.reaped)
+		r.reap(context.WithoutCancel(ctx))
+	}()
+	return r, nil
+}
+
+// Client is the containerd client, for image management.
+func (r *Runner) Client() *containerd.Client { return r.client }
+
+// Address is the containerd socket in use.
+func (r *Runner) Address() string { return r.address }
+
+// Close waits for the reaper and closes the connection.
+func (r *Runner) Close() error {
+	<-r.reaped
+	return r.client.Close()
+}
+
+// nofileLimit is the sandbox's RLIMIT_NOFILE: 1024, or the caller's hard
+// limit if lower (raising a hard limit needs CAP_SYS_RESOURCE).
+func nofileLimit() uint64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err == nil && rl.Max < 1024 {
+		return rl.Max
+	}
+	return 1024
+}
+
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "bx-" + hex.EncodeToString(b)
+}
+
+// plan is a validated request, ready to run.
+type plan struct {
+	image  string
+	args   []string
+	env    []string
+	code   []byte
+	file   string
+	limits oci.Limits
+	req    Request
+}
+
+func (r *Runner) plan(req Request) (plan, error) {
+	p := plan{req: req}
+	if req.Timeout == 0 {
+		req.Timeout = DefaultTimeout
+	}
+	if req.MemoryBytes == 0 {
+		req.MemoryBytes = DefaultMemory
+	}
+	if req.CPUs == 0 {
+		req.CPUs = DefaultCPUs
+	}
+	if req.Pids == 0 {
+		req.Pids = DefaultPids
+	}
+	if req.TmpBytes == 0 {
+		req.TmpBytes = DefaultTmpSize
+	}
+	if req.OutputLimit == 0 {
+		req.OutputLimit = DefaultOutputLimit
+	}
+	if !req.UserSet {
+		req.UID, req.GID = DefaultUID, DefaultGID
+	}
+	if req.Runtime == "" {
+		req.Runtime = DefaultRuntime
+	}
+	if req.Network == "" {
+		req.Network = DefaultNetwork
+	}
+	switch {
+	case req.Timeout < 0:
+		return p, invalid("--timeout must be positive")
+	case req.MemoryBytes < 6<<20:
+		// runc itself needs a few MiB to start the container.
+		return p, invalid("--memory must be at least 6MiB")
+	case req.CPUs < 0.01:
+		return p, invalid("--cpus must be at least 0.01")
+	case req.Pids < 1:
+		return p, invalid("--pids must be at least 1")
+	case req.TmpBytes < 0:
+		return p, invalid("--tmp-size must be positive")
+	case req.OutputLimit < 0:
+		return p, invalid("--output-limit must not be negative")
+	}
+	if req.Runtime != "runc" {
+		return p, invalid(fmt.Sprintf("--runtime %q is not supported yet: use runc", req.Runtime))
+	}
+	if req.Network != "none" {
+		return p, invalid(fmt.Sprintf("--network %q is not supported: sandboxes have no network (none)", req.Network))
+	}
+	for _, kv := range req.Env {
+		if err := validEnv(kv); err != nil {
+			return p, err
+		}
+	}
+	if req.Lang != "" {
+		preset, ok := Presets[req.Lang]
+		if !ok {
+			return p, invalid(fmt.Sprintf("unknown language %q: use one of %s", req.Lang, strings.Join(PresetNames(), ", ")))
+		}
+		if len(req.Args) > 0 {
+			return p, invalid("--lang runs code from -c, -f or stdin; a command after -- needs --image instead")
+		}
+		p.image = preset.Image
+		p.args = preset.Args()
+		p.env = preset.Env
+		p.code = req.Code
+		p.file = preset.File
+	} else {
+		if req.Image == "" || len(req.Args) == 0 {
+			return p, invalid("nothing to run: give --lang with code, or --image REF -- COMMAND")
+		}
+		p.args = req.Args
+	}
+	if req.Image != "" {
+		p.image = req.Image
+	}
+	p.limits = oci.Limits{
+		MemoryBytes: req.MemoryBytes,
+		CPUs:        req.CPUs,
+		Pids:        req.Pids,
+		TmpBytes:    req.TmpBytes,
+		NoFile:      r.nofile,
+	}
+	p.req = req
+	return p, nil
+}
+
+func invalid(msg string) error { return fmt.Errorf("%w: %s", ErrInvalid, msg) }
+
+func validEnv(kv string) error {
+	k, _, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return invalid(fmt.Sprintf("--env %q: want NAME=VALUE", kv))
+	}
+	for i, c := range k {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return invalid(fmt.Sprintf("--env %q: %q is not a valid variable name", kv, k))
+		}
+	}
+	return nil
+}
+
+// Run runs req in a fresh sandbox and removes every trace of it before
+// returning. A non-nil error means boxer could not run the sandbox (exit 125)
+// or was interrupted; the program's own failures are in the Result.
+func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error) {
+	res = Result{ID: newID(), Status: StatusError, ExitCode: ExitBoxer, Runtime: req.Runtime, Image: req.Image}
+	defer func() {
+		if retErr != nil {
+			res.Error = retErr.Error()
+		}
+	}()
+	p, err := r.plan(req)
+	if err != nil {
+		return res, err
+	}
+	res.Runtime, res.Image = p.req.Runtime, p.image
+	if err := cgroups.Check(r.cgroups); err != nil {
+		return res, err
+	}
+	rootfs, err := snapshots.Resolve(ctx, r.client, p.image)
+	if errors.Is(err, snapshots.ErrImageNotFound) {
+		if req.Lang != "" && req.Image == "" {
+			return res, fmt.Errorf("image %s not found: run 'boxer setup --lang %s'", p.image, req.Lang)
+		}
+		return res, fmt.Errorf("image %s not found: build it with 'boxer image build' or see 'boxer image ls'", p.image)
+	} else if err != nil {
+		return res, err
+	}
+	return r.run(ctx, res, p, rootfs)
+}
+
+func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.Rootfs) (_ Result, retErr error) {
+	id := res.ID
+	runDir := filepath.Join(r.runsDir, id)
+	if err := os.MkdirAll(runDir, 0o711); err != nil {
+		return res, fmt.Errorf("creating run directory: %w", err)
+	}
+	defer func() {
+		if err := os.RemoveAll(runDir); err != nil {
+			log.G(ctx).WithError(err).Warn("removing run directory")
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(runDir, "owner"), []byte(r.owner), 0o600); err != nil {
+		return res, fmt.Errorf("writing run owner: %w", err)
+	}
+	opts := []oci.SpecOpts{
+		oci.WithHardenedBase,
+		oci.WithProcess(p.args, buildEnv(rootfs.Config.Env, p.env, p.req.Env), oci.Workspace),
+		oci.WithUser(p.req.UID, p.req.GID),
+		oci.WithLimits(p.limits),
+		oci.WithCgroupsPath(cgroupsPath(r.namespace, id)),
+	}
+	if p.req.Seccomp != nil {
+		opts = append(opts, oci.WithSeccomp(p.req.Seccomp))
+	} else {
+		opts = append(opts, oci.WithSeccomp(seccomp.DefaultProfile()))
+	}
+	if p.file != "" {
+		codeDir := filepath.Join(runDir, "code")
+		if err := writeCode(codeDir, p.file, p.code); err != nil {
+			return res, err
+		}
+		opts = append(opts, oci.WithReadonlyBind(codeDir, oci.CodeDir))
+	}
+	spec, err := oci.New(ctx, id, opts...)
+	if err != nil {
+		return res, fmt.Errorf("building spec: %w", err)
+	}
+
+	// Creation is not interrupted half-way: a cancelled RPC could leave an
+	// object we do not know about. Cancellation is honoured between steps
+	// and while the program runs.
+	opCtx := context.WithoutCancel(ctx)
+	container, err := r.client.NewContainer(opCtx, id,
+		containerd.WithSpec(spec),
+		containerd.WithRuntime(runcShim, nil),
+		containerd.WithContainerLabels(map[string]string{LabelSandbox: "true", LabelOwner: r.owner}),
+		withRootfs(rootfs),
+	)
+	if err != nil {
+		return res, fmt.Errorf("creating container: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if err := destroy(cctx, container); err != nil {
+			log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
+			if retErr == nil {
+				retErr = fmt.Errorf("removing sandbox %s: %w", id, err)
+			}
+		}
+	}()
+	if ctx.Err() != nil {
+		return res, ErrInterrupted
+	}
+
+	stdout := newCapped(p.req.OutputLimit, p.req.Stdout)
+	stderr := newCapped(p.req.OutputLimit, p.req.Stderr)
+	task, err := container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(nil, stdout, stderr), cio.WithFIFODir(runDir)))
+	if err != nil {
+		return execFailure(res, err)
+	}
+	statusC, err := task.Wait(opCtx)
+	if err != nil {
+		return res, fmt.Errorf("waiting on task: %w", err)
+	}
+	if ctx.Err() != nil {
+		return res, ErrInterrupted
+	}
+	start := time.Now()
+	if err := task.Start(opCtx); err != nil {
+		return execFailure(res, err)
+	}
+
+	timer := time.NewTimer(p.req.Timeout)
+	defer timer.Stop()
+	var timedOut, interrupted bool
+	var status containerd.ExitStatus
+	select {
+	case status = <-statusC:
+	case <-timer.C:
+		timedOut = true
+	case <-ctx.Done():
+		interrupted = true
+	}
+	if timedOut || interrupted {
+		// The whole sandbox goes: every process in its PID namespace.
+		if err := task.Kill(opCtx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Warn("killing sandbox")
+		}
+		select {
+		case status = <-statusC:
+		case <-time.After(cleanupTimeout):
+			return res, fmt.Errorf("sandbox %s did not exit after SIGKILL", id)
+		}
+	}
+	end := time.Now()
+	if !status.ExitTime().IsZero() && status.ExitTime().After(start) {
+		end = status.ExitTime()
+	}
+	res.DurationMs = float64(end.Sub(start).Microseconds()) / 1000
+
+	// The cgroup goes with the task: read its figures first.
+	stats, err := cgroups.ReadStats(r.cgroups, cgroupsPath(r.namespace, id))
+	if err != nil {
+		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
+	}
+	res.MemoryPeakBytes = stats.MemoryPeakBytes
+	res.CPUTimeMs = float64(stats.CPUTimeNs/1000) / 1000
+
+	// Delete waits for the output to be copied out, then removes the task.
+	dctx, cancel := context.WithTimeout(opCtx, cleanupTimeout)
+	_, err = task.Delete(dctx, containerd.WithProcessKill)
+	cancel()
+	if err != nil && !errdefs.IsNotFound(err) {
+		return res, fmt.Errorf("deleting task: %w", err)
+	}
+	res.Stdout, res.StdoutTruncated = stdout.text()
+	res.Stderr, res.StderrTruncated = stderr.text()
+
+	code := int(status.ExitCode())
+	if err := status.Error(); err != nil {
+		return res, fmt.Errorf("waiting for sandbox exit: %w", err)
+	}
+	res.ExitCode = code
+	res.Status = StatusExited
+	if code > 128 && code <= 128+64 {
+		// The shim reports a death by signal N as 128+N, like a shell.
+		res.Signal = unix.SignalName(syscall.Signal(code - 128))
+		res.Status = StatusKilled
+	}
+	switch {
+	case interrupted:
+		res.Status = StatusKilled
+		return res, ErrInterrupted
+	case timedOut:
+		res.Status, res.ExitCode = StatusTimeout, ExitTimeout
+	case stats.OOMKills > 0 && code == ExitOOM:
+		res.Status = StatusOOM
+	}
+	return res, nil
+}
+
+// execFailure turns a runtime's failure to start the program into docker's
+// 126 (cannot execute) or 127 (not found); other failures are boxer's (125).
+func execFailure(res Result, err error) (Result, error) {
+	// runc reports these only as text through containerd's gRPC: there is
+	// no typed error to test, so match the exec error as docker does.
+	msg := err.Error()
+	if i := strings.Index(msg, "exec: "); i >= 0 || strings.Contains(msg, "exec format error") {
+		detail := msg
+		if i >= 0 {
+			detail = msg[i:]
+		}
+		detail = strings.TrimSuffix(detail, ": unknown")
+		switch {
+		case strings.Contains(msg, "not found") || strings.Contains(msg, "no such file or directory"):
+			res.ExitCode, res.Error = ExitNotFound, detail
+			return res, nil
+		case strings.Contains(msg, "permission denied") || strings.Contains(msg, "exec format error") || strings.Contains(msg, "is a directory"):
+			res.ExitCode, res.Error = ExitCannotExec, detail
+			return res, nil
+		}
+	}
+	return res, fmt.Errorf("starting sandbox: %w", err)
+}
+
+// destroy removes the container's task (killing what still runs) and the
+// container, tolerating either being gone already.
+func destroy(ctx context.Context, c containerd.Container) error {
+	var errs []error
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting task: %w", err))
+		}
+	} else if !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("loading task: %w", err))
+	}
+	if err := c.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting container: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// withRootfs points the container at the image's shared read-only view
+// without the extra round trip containerd.WithSnapshot makes.
+func withRootfs(r snapshots.Rootfs) containerd.NewContainerOpts {
+	return func(_ context.Context, _ *containerd.Client, c *containers.Container) error {
+		c.Snapshotter = r.Snapshotter
+		c.SnapshotKey = r.Key
+		c.Image = r.Image
+		return nil
+	}
+}
+
+func cgroupsPath(namespace, id string) string {
+	return "/boxer/" + namespace + "/" + id
+}
+
+// buildEnv merges environments, later entries replacing earlier ones by name.
+func buildEnv(layers ...[]string) []string {
+	var out []string
+	index := map[string]int{}
+	for _, layer := range layers {
+		for _, kv := range layer {
+			k, _, _ := strings.Cut(kv, "=")
+			if i, ok := index[k]; ok {
+				out[i] = kv
+				continue
+			}
+			index[k] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// writeCode writes the program read-only into dir, which is bind-mounted
+// read-only into the sandbox.
+func writeCode(dir, file string, code []byte) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("creating code directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), code, 0o444); err != nil {
+		return fmt.Errorf("writing code: %w", err)
+	}
+	return os.Chmod(dir, 0o555)
+}
+
+// selfOwner identifies this process across PID reuse: pid and start time.
+func selfOwner() string {
+	pid := os.Getpid()
+	return strconv.Itoa(pid) + ":" + processStart(pid)
+}
+
+// processStart is field 22 of /proc/PID/stat, the start time in clock ticks.
+func processStart(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name may hold spaces and parentheses: fields start after the last ')'.
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// ownerAlive reports whether the process named by an owner label still runs.
+func ownerAlive(owner string) bool {
+	pidStr, start, ok := strings.Cut(owner, ":")
+	pid, err := strconv.Atoi(pidStr)
+	if !ok || err != nil || pid <= 0 {
+		return false
+	}
+	return processStart(pid) == start && start != ""
+}

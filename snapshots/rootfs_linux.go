@@ -1,0 +1,149 @@
+package snapshots
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
+	"github.com/opencontainers/image-spec/identity"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Rootfs is what a run needs of an image: the shared read-only view of its
+// unpacked layers and the parts of its config that shape the process.
+type Rootfs struct {
+	Image       string
+	Snapshotter string
+	// Key names one read-only view per image, shared by every run: the root
+	// is mounted read-only, so no run needs a snapshot of its own.
+	Key    string
+	Config ocispec.ImageConfig
+}
+
+// viewKey is the snapshot key of an image's shared view.
+func viewKey(img images.Image) string {
+	return "boxer-view-" + img.Target.Digest.Encoded()
+}
+
+// Resolve finds ref in containerd and returns its root filesystem. On the
+// common path this is two small calls (the image record and the view's
+// stat); the first run of an image unpacks it and creates its view.
+func Resolve(ctx context.Context, client *containerd.Client, ref string) (Rootfs, error) {
+	img, err := client.ImageService().Get(ctx, ref)
+	if errdefs.IsNotFound(err) {
+		return Rootfs{}, fmt.Errorf("%s: %w", ref, ErrImageNotFound)
+	} else if err != nil {
+		return Rootfs{}, fmt.Errorf("looking up image %s: %w", ref, err)
+	}
+	r := Rootfs{Image: ref, Snapshotter: Snapshotter, Key: viewKey(img)}
+	sn := client.SnapshotService(Snapshotter)
+	info, err := sn.Stat(ctx, r.Key)
+	if err == nil {
+		if cfg, ok := info.Labels[LabelConfig]; ok && json.Unmarshal([]byte(cfg), &r.Config) == nil {
+			return r, nil
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return Rootfs{}, fmt.Errorf("looking up view of %s: %w", ref, err)
+	}
+	return createView(ctx, client, img, r)
+}
+
+func createView(ctx context.Context, client *containerd.Client, img images.Image, r Rootfs) (Rootfs, error) {
+	i := containerd.NewImage(client, img)
+	ok, err := i.IsUnpacked(ctx, Snapshotter)
+	if err != nil {
+		return Rootfs{}, fmt.Errorf("checking unpack of %s: %w", r.Image, err)
+	}
+	if !ok {
+		if err := i.Unpack(ctx, Snapshotter); err != nil {
+			return Rootfs{}, fmt.Errorf("unpacking %s: %w", r.Image, err)
+		}
+	}
+	cs := client.ContentStore()
+	cfgDesc, err := i.Config(ctx)
+	if err != nil {
+		return Rootfs{}, fmt.Errorf("reading config of %s: %w", r.Image, err)
+	}
+	var cfg ocispec.Image
+	if err := readJSON(ctx, client, cfgDesc, &cfg); err != nil {
+		return Rootfs{}, fmt.Errorf("reading config of %s: %w", r.Image, err)
+	}
+	r.Config = cfg.Config
+	diffIDs, err := img.RootFS(ctx, cs, platforms.Default())
+	if err != nil {
+		return Rootfs{}, fmt.Errorf("reading layers of %s: %w", r.Image, err)
+	}
+	parent := identity.ChainID(diffIDs).String()
+	// Only what a run uses, so the label stays within containerd's 4 KiB.
+	small, err := json.Marshal(ocispec.ImageConfig{User: cfg.Config.User, Env: cfg.Config.Env, WorkingDir: cfg.Config.WorkingDir})
+	if err != nil {
+		return Rootfs{}, err
+	}
+	labels := map[string]string{gcRoot: "true", "boxer.image": r.Image}
+	if len(small) < 4000 {
+		labels[LabelConfig] = string(small)
+	}
+	_, err = client.SnapshotService(Snapshotter).View(ctx, r.Key, parent, snapshots.WithLabels(labels))
+	if err != nil && !errdefs.IsAlreadyExists(err) {
+		return Rootfs{}, fmt.Errorf("creating view of %s: %w", r.Image, err)
+	}
+	return r, nil
+}
+
+func readJSON(ctx context.Context, client *containerd.Client, desc ocispec.Descriptor, v any) error {
+	ra, err := client.ContentStore().ReaderAt(ctx, desc)
+	if err != nil {
+		return err
+	}
+	defer ra.Close()
+	buf := make([]byte, ra.Size())
+	if _, err := ra.ReadAt(buf, 0); err != nil {
+		return err
+	}
+	return json.Unmarshal(buf, v)
+}
+
+// List returns boxer's images (every image in the namespace), with the size
+// of their layers.
+func List(ctx context.Context, client *containerd.Client) ([]Image, error) {
+	imgs, err := client.ImageService().List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing images: %w", err)
+	}
+	out := make([]Image, 0, len(imgs))
+	for _, img := range imgs {
+		im := toImage(img)
+		if size, err := img.Size(ctx, client.ContentStore(), platforms.Default()); err == nil {
+			im.Size = size
+		}
+		out = append(out, im)
+	}
+	return out, nil
+}
+
+// Remove deletes the image ref and its shared view; containerd's garbage
+// collector then frees the layers and snapshots nothing else uses.
+func Remove(ctx context.Context, client *containerd.Client, ref string) error {
+	is := client.ImageService()
+	img, err := is.Get(ctx, ref)
+	if errdefs.IsNotFound(err) {
+		return fmt.Errorf("%s: %w", ref, ErrImageNotFound)
+	} else if err != nil {
+		return fmt.Errorf("looking up image %s: %w", ref, err)
+	}
+	if err := client.SnapshotService(Snapshotter).Remove(ctx, viewKey(img)); err != nil && !errdefs.IsNotFound(err) {
+		if errdefs.IsFailedPrecondition(err) {
+			return fmt.Errorf("image %s is in use by a running sandbox: try again when it ends", ref)
+		}
+		return fmt.Errorf("removing view of %s: %w", ref, err)
+	}
+	if err := is.Delete(ctx, ref, images.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("removing image %s: %w", ref, err)
+	}
+	return nil
+}
