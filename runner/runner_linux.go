@@ -500,7 +500,9 @@ func writeCode(dir, file string, code []byte) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("creating code directory: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, file), code, 0o444); err != nil {
+	// 0644, root's: even a sandbox running as uid 0 (without capabilities)
+	// meets the read-only mount, not just a permission bit.
+	if err := os.WriteFile(filepath.Join(dir, file), code, 0o644); err != nil {
 		return fmt.Errorf("writing code: %w", err)
 	}
 	return os.Chmod(dir, 0o555)

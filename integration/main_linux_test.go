@@ -1,0 +1,252 @@
+// Package integration tests boxer end to end: the boxer binary, a private
+// containerd started for the test run, real runc, real sandboxes.
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+)
+
+// Test-wide state, set up by TestMain.
+var (
+	boxerBin string
+	// testEnv points boxer at the private containerd of this test run.
+	testEnv []string
+	// stateDir and rootDir are boxer's BOXER_STATE and BOXER_ROOT here.
+	stateDir, rootDir string
+	namespace         = "boxer-test"
+	client            *containerd.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "integration tests need root (they start containerd and runc)")
+		return 1
+	}
+	// Short paths: unix sockets live under stateDir and must stay under 108 bytes.
+	base, err := os.MkdirTemp("", "bxt-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(base)
+	boxerBin = filepath.Join(base, "boxer")
+	build := exec.Command("go", "build", "-o", boxerBin, "../cmd/boxer")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building boxer:", err)
+		return 1
+	}
+	stateDir, rootDir = filepath.Join(base, "s"), filepath.Join(base, "r")
+	testEnv = boxerEnv(rootDir, stateDir)
+
+	// The layer cache is shared with the host's boxer so that a test run does
+	// not debootstrap again; the image itself goes into the test's containerd.
+	setup := exec.Command(boxerBin, "--namespace", namespace, "setup")
+	setup.Env = testEnv
+	setup.Stdout, setup.Stderr = os.Stderr, os.Stderr
+	start := time.Now()
+	if err := setup.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "boxer setup:", err)
+		stopDaemon(testEnv)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "test containerd and image ready in %.1fs\n", time.Since(start).Seconds())
+	defer stopDaemon(testEnv)
+
+	client, err = containerd.New(filepath.Join(stateDir, "containerd.sock"), containerd.WithDefaultNamespace(namespace))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "connecting to test containerd:", err)
+		return 1
+	}
+	defer client.Close()
+	return m.Run()
+}
+
+// boxerEnv is the environment of a boxer using a private world under root
+// and state: never the host's containerd, never the host's boxer state.
+func boxerEnv(root, state string) []string {
+	cache := os.Getenv("BOXER_CACHE")
+	if cache == "" {
+		cache = "/var/lib/boxer/cache"
+	}
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"BOXER_ROOT=" + root,
+		"BOXER_STATE=" + state,
+		"BOXER_CACHE=" + cache,
+		"BOXER_SYSTEM_ADDRESS=",
+	}
+}
+
+// stopDaemon stops the private containerd by its PID, through boxer.
+func stopDaemon(env []string) {
+	stop := exec.Command(boxerBin, "containerd", "stop")
+	stop.Env = env
+	stop.Stdout, stop.Stderr = os.Stderr, os.Stderr
+	_ = stop.Run()
+}
+
+// result is boxer's JSON result.
+type result struct {
+	ID              string  `json:"id"`
+	Status          string  `json:"status"`
+	ExitCode        int     `json:"exit_code"`
+	Signal          string  `json:"signal"`
+	Stdout          string  `json:"stdout"`
+	Stderr          string  `json:"stderr"`
+	StdoutTruncated bool    `json:"stdout_truncated"`
+	StderrTruncated bool    `json:"stderr_truncated"`
+	DurationMs      float64 `json:"duration_ms"`
+	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
+	CPUTimeMs       float64 `json:"cpu_time_ms"`
+	Runtime         string  `json:"runtime"`
+	Image           string  `json:"image"`
+	Error           string  `json:"error"`
+}
+
+// run is one finished boxer process.
+type run struct {
+	code   int
+	stdout string
+	stderr string
+	maxRSS int64 // KiB
+	wall   time.Duration
+}
+
+// boxer runs the boxer binary with args and the test environment plus extra.
+func boxer(t *testing.T, extra []string, args ...string) run {
+	t.Helper()
+	cmd := exec.Command(boxerBin, append([]string{"--namespace", namespace}, args...)...)
+	cmd.Env = append(append([]string{}, testEnv...), extra...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r := run{stdout: out.String(), stderr: errb.String(), wall: time.Since(start)}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("running boxer %v: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss
+	}
+	return r
+}
+
+// runJSON runs 'boxer run --json ARGS' and decodes the result.
+func runJSON(t *testing.T, args ...string) (result, run) {
+	t.Helper()
+	r := boxer(t, nil, append([]string{"run", "--json"}, args...)...)
+	var res result
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("boxer run --json %v: bad JSON (%v): stdout %q stderr %q", args, err, r.stdout, r.stderr)
+	}
+	return res, r
+}
+
+// python runs code with the python preset and the given extra flags.
+func python(t *testing.T, code string, flags ...string) (result, run) {
+	t.Helper()
+	return runJSON(t, append(append([]string{"--lang", "python"}, flags...), "-c", code)...)
+}
+
+// assertClean checks that nothing of any sandbox is left: no container, task
+// or per-run snapshot in containerd, no shim process, no mount under the
+// test's directories, no sandbox cgroup, no run directory.
+func assertClean(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctrs, err := client.Containers(ctx)
+	if err != nil {
+		t.Fatalf("listing containers: %v", err)
+	}
+	for _, c := range ctrs {
+		t.Errorf("container %s left behind", c.ID())
+	}
+	tasks, err := client.TaskService().List(ctx, nil)
+	if err != nil {
+		t.Fatalf("listing tasks: %v", err)
+	}
+	for _, tk := range tasks.Tasks {
+		t.Errorf("task %s left behind", tk.ID)
+	}
+	if err := client.SnapshotService("overlayfs").Walk(ctx, func(_ context.Context, info snapshotInfo) error {
+		if info.Kind == snapshotActive {
+			t.Errorf("active snapshot %s left behind", info.Name)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("listing snapshots: %v", err)
+	}
+	for _, p := range processesMatching(stateDir) {
+		t.Errorf("process left behind: %s", p)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, stateDir) || strings.Contains(line, rootDir) {
+			t.Errorf("mount left behind: %s", line)
+		}
+	}
+	for _, dir := range cgroupDirs() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() {
+				t.Errorf("cgroup left behind: %s", filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	runs, _ := os.ReadDir(filepath.Join(stateDir, "runs"))
+	for _, e := range runs {
+		t.Errorf("run directory left behind: %s", e.Name())
+	}
+}
+
+// cgroupDirs are the parents of this test run's sandbox cgroups.
+func cgroupDirs() []string {
+	var dirs []string
+	for _, c := range []string{"memory", "cpu", "cpuacct", "pids", "unified", ""} {
+		dirs = append(dirs, filepath.Join("/sys/fs/cgroup", c, "boxer", namespace))
+	}
+	return dirs
+}
+
+// processesMatching lists processes (other than containerd itself) whose
+// command line mentions s: shims and sandboxes of this test run.
+func processesMatching(s string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(bytes.TrimRight(data, "\x00")), "\x00", " ")
+		if strings.Contains(cmd, s) && strings.Contains(cmd, "shim") {
+			out = append(out, e.Name()+" "+cmd)
+		}
+	}
+	return out
+}
