@@ -1,0 +1,184 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTimeout(t *testing.T) {
+	res, r := python(t, "while True: pass", "--timeout", "2s")
+	if res.Status != "timeout" || res.ExitCode != 124 || r.code != 124 {
+		t.Fatalf("status %s exit %d (boxer %d), want timeout 124", res.Status, res.ExitCode, r.code)
+	}
+	if res.DurationMs < 1900 || res.DurationMs > 3000 {
+		t.Errorf("duration_ms = %.0f, want about 2000", res.DurationMs)
+	}
+	if r.wall > 5*time.Second {
+		t.Errorf("boxer took %s for a 2s timeout", r.wall)
+	}
+	// It burnt CPU for the whole time, within --cpus 1.
+	if res.CPUTimeMs < 1500 {
+		t.Errorf("cpu_time_ms = %.0f, want about 2000", res.CPUTimeMs)
+	}
+	assertClean(t)
+}
+
+func TestTimeoutKillsEveryProcess(t *testing.T) {
+	// Children that ignore signals and outlive their parent's exit still go.
+	res, _ := python(t, `
+import os, signal, time
+for _ in range(3):
+    if os.fork() == 0:
+        os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True: time.sleep(1)
+while True: time.sleep(1)
+`, "--timeout", "1s")
+	if res.Status != "timeout" {
+		t.Fatalf("status %s, want timeout", res.Status)
+	}
+	assertClean(t)
+}
+
+func TestOOM(t *testing.T) {
+	res, r := python(t, `
+x = []
+while True:
+    x.append(bytearray(1 << 20))
+`, "--memory", "64m")
+	if res.Status != "oom" || res.ExitCode != 137 || r.code != 137 {
+		t.Fatalf("status %s exit %d (boxer %d), want oom 137: %s", res.Status, res.ExitCode, r.code, res.Stderr)
+	}
+	if res.MemoryPeakBytes < 60<<20 || res.MemoryPeakBytes > 64<<20 {
+		t.Errorf("memory_peak_bytes = %d, want close to 64 MiB", res.MemoryPeakBytes)
+	}
+	assertClean(t)
+}
+
+func TestExit137IsNotOOM(t *testing.T) {
+	// 137 alone is not OOM: the kernel's OOM counter for the cgroup decides.
+	res, _ := python(t, `import os; os._exit(137)`)
+	if res.Status == "oom" || res.ExitCode != 137 {
+		t.Errorf("status %s exit %d, want not oom and 137", res.Status, res.ExitCode)
+	}
+	assertClean(t)
+}
+
+func TestSignalReported(t *testing.T) {
+	// A segfault: the kernel's SIGSEGV ends even a PID namespace's init.
+	res, _ := python(t, `import ctypes; ctypes.string_at(0)`)
+	if res.Status != "killed" || res.ExitCode != 139 || res.Signal != "SIGSEGV" {
+		t.Errorf("status %s exit %d signal %q, want killed 139 SIGSEGV", res.Status, res.ExitCode, res.Signal)
+	}
+	assertClean(t)
+}
+
+func TestForkBombStopsAtPids(t *testing.T) {
+	res, _ := python(t, `
+import os, time
+n = 1
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped at", n, e.strerror)
+`, "--pids", "20", "--timeout", "20s")
+	var n int
+	if _, err := fmtSscanf(res.Stdout, "stopped at %d", &n); err != nil {
+		t.Fatalf("fork bomb was not stopped: %q %q", res.Stdout, res.Stderr)
+	}
+	if n > 20 {
+		t.Errorf("%d processes, want at most 20", n)
+	}
+	if !strings.Contains(res.Stdout, "Resource temporarily unavailable") {
+		t.Errorf("want EAGAIN from fork, got %q", res.Stdout)
+	}
+	assertClean(t)
+}
+
+func TestTmpAndWorkspaceSize(t *testing.T) {
+	for _, dir := range []string{"/tmp", "/workspace"} {
+		t.Run(strings.TrimPrefix(dir, "/"), func(t *testing.T) {
+			res, _ := python(t, strings.ReplaceAll(`
+import errno
+n = 0
+try:
+    with open("DIR/fill", "wb") as f:
+        while True:
+            f.write(b"x" * 65536); f.flush(); n += 65536
+except OSError as e:
+    print(errno.errorcode[e.errno], n)
+`, "DIR", dir), "--tmp-size", "8m", "--memory", "256m")
+			var code string
+			var n int
+			if _, err := fmtSscanf(strings.ReplaceAll(res.Stdout, "ENOSPC", "ENOSPC "), "%s %d", &code, &n); err != nil || code != "ENOSPC" {
+				t.Fatalf("filling %s: want ENOSPC, got %q %q", dir, res.Stdout, res.Stderr)
+			}
+			if n > 8<<20 || n < 7<<20 {
+				t.Errorf("wrote %d bytes, want about 8 MiB", n)
+			}
+		})
+	}
+	assertClean(t)
+}
+
+func TestOutputLimitAndFlatMemory(t *testing.T) {
+	// 1 GiB on stdout: boxer keeps the first 1 MiB and drains the rest.
+	code := `
+import sys
+chunk = b"y" * (1 << 20)
+for _ in range(1024):
+    sys.stdout.buffer.write(chunk)
+sys.stdout.flush()
+print("done", file=sys.stderr)
+`
+	res, r := python(t, code, "--timeout", "120s", "--memory", "64m")
+	if res.Status != "exited" || res.ExitCode != 0 {
+		t.Fatalf("status %s exit %d: %s", res.Status, res.ExitCode, res.Stderr)
+	}
+	if len(res.Stdout) != 1<<20 || !res.StdoutTruncated {
+		t.Errorf("stdout %d bytes truncated=%v, want 1 MiB and true", len(res.Stdout), res.StdoutTruncated)
+	}
+	if res.Stderr != "done\n" || res.StderrTruncated {
+		t.Errorf("stderr %q truncated=%v", res.Stderr, res.StderrTruncated)
+	}
+	// Peak RSS of the boxer process itself, from wait4's rusage.
+	t.Logf("boxer peak RSS %d KiB for 1 GiB of output", r.maxRSS)
+	if r.maxRSS > 64<<10 {
+		t.Errorf("boxer peak RSS %d KiB, want under 64 MiB", r.maxRSS)
+	}
+	// Plain mode streams and caps the same way.
+	p := boxer(t, nil, "run", "--lang", "python", "--output-limit", "1000", "--timeout", "120s", "-c", code)
+	if p.code != 0 || len(p.stdout) != 1000 || !strings.Contains(p.stderr, "stdout truncated to 1000 bytes") {
+		t.Errorf("plain mode: exit %d, %d bytes, stderr %q", p.code, len(p.stdout), p.stderr)
+	}
+	if p.maxRSS > 64<<10 {
+		t.Errorf("plain mode: boxer peak RSS %d KiB, want under 64 MiB", p.maxRSS)
+	}
+	assertClean(t)
+}
+
+func TestCPUQuota(t *testing.T) {
+	// Two busy threads for 1 s of wall time under --cpus 0.5 get about 0.5 s of CPU.
+	res, _ := python(t, `
+import threading, time, os
+def burn():
+    end = time.time() + 1.0
+    while time.time() < end: pass
+ts = [threading.Thread(target=burn) for _ in range(2)]
+[t.start() for t in ts]; [t.join() for t in ts]
+`, "--cpus", "0.5")
+	if res.CPUTimeMs > 800 || res.CPUTimeMs < 300 {
+		t.Errorf("cpu_time_ms = %.0f, want about 500 under --cpus 0.5", res.CPUTimeMs)
+	}
+	assertClean(t)
+}
+
+func fmtSscanf(s, format string, args ...any) (int, error) {
+	return fmt.Sscanf(strings.TrimSpace(s), format, args...)
+}
