@@ -18,11 +18,11 @@ func TestCapabilitiesNoNewPrivsSeccomp(t *testing.T) {
 		t.Fatalf("status %s exit %d: %s", res.Status, res.ExitCode, res.Stderr)
 	}
 	want := map[string]string{
-		"CapInh": "0000000000000000",
-		"CapPrm": "0000000000000000",
-		"CapEff": "0000000000000000",
-		"CapBnd": "0000000000000000",
-		"CapAmb": "0000000000000000",
+		"CapInh":     "0000000000000000",
+		"CapPrm":     "0000000000000000",
+		"CapEff":     "0000000000000000",
+		"CapBnd":     "0000000000000000",
+		"CapAmb":     "0000000000000000",
 		"NoNewPrivs": "1",
 		"Seccomp":    "2",
 	}

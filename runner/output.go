@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // capped keeps the first limit bytes written to it (and passes them on to
@@ -48,5 +49,25 @@ func (c *capped) Write(p []byte) (int, error) {
 func (c *capped) text() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return strings.ToValidUTF8(c.buf.String(), "\uFFFD"), c.truncated
+	return validUTF8(c.buf.Bytes()), c.truncated
+}
+
+// validUTF8 replaces each invalid byte with U+FFFD, as Python's
+// errors="replace" does (strings.ToValidUTF8 would merge a run into one).
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + 16)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:size])
+		}
+		b = b[size:]
+	}
+	return sb.String()
 }

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/runner"
@@ -23,8 +26,20 @@ func main() {
 }
 
 func run(args []string) int {
+	// SIGINT and SIGTERM cancel the command's context: a run removes its
+	// sandbox before boxer exits. Later signals are swallowed so that the
+	// removal is not cut short.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		caught.Store(s.(syscall.Signal))
+		cancel()
+	}()
 	app := newApp()
-	err := app.RunContext(context.Background(), args)
+	err := app.RunContext(ctx, args)
 	if err == nil {
 		return 0
 	}
@@ -69,6 +84,17 @@ func newApp() *cli.App {
 			containerdCommand(),
 		},
 	}
+}
+
+// caught is the first SIGINT or SIGTERM boxer received.
+var caught atomic.Value
+
+// interruptedCode is the shell's exit code for the caught signal: 130 or 143.
+func interruptedCode() int {
+	if s, ok := caught.Load().(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 130
 }
 
 // usageError turns urfave/cli's usage errors into boxer's one-line, exit-125 errors.

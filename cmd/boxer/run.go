@@ -1,17 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/seccomp"
@@ -60,34 +56,17 @@ func runAction(c *cli.Context) error {
 		req.Stdout, req.Stderr = os.Stdout, os.Stderr
 	}
 
-	// SIGINT and SIGTERM cancel the run; the sandbox is removed before exit.
-	// Later signals are swallowed so that the removal is not cut short.
-	ctx, cancel := context.WithCancel(c.Context)
-	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var got atomic.Value
-	go func() {
-		got.Store(<-sigs)
-		cancel()
-	}()
-
 	r, err := connect(c, os.Stderr)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	res, err := r.Run(ctx, req)
+	res, err := r.Run(c.Context, req)
 	if errors.Is(err, runner.ErrInterrupted) {
 		if jsonOut {
 			printJSON(res)
 		}
-		code := 130
-		if got.Load() == syscall.SIGTERM {
-			code = 143
-		}
-		return &exitError{code: code, msg: "interrupted: sandbox " + res.ID + " removed"}
+		return &exitError{code: interruptedCode(), msg: "interrupted: sandbox " + res.ID + " removed"}
 	}
 	if jsonOut {
 		printJSON(res)
@@ -139,6 +118,9 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 	}
 	if req.Timeout <= 0 {
 		return req, errors.New("--timeout must be positive, e.g. 30s")
+	}
+	if req.CPUs <= 0 || req.Pids <= 0 {
+		return req, errors.New("--cpus and --pids must be larger than 0")
 	}
 	var err error
 	for _, s := range []struct {

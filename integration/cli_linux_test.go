@@ -1,0 +1,231 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHelloAndResult(t *testing.T) {
+	r := boxer(t, nil, "run", "--lang", "python", "-c", "print(1)")
+	if r.code != 0 || r.stdout != "1\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	res, r := python(t, `import sys; print("out"); print("err", file=sys.stderr); sys.exit(3)`)
+	if r.code != 3 || res.ExitCode != 3 || res.Status != "exited" {
+		t.Errorf("exit %d/%d status %s, want 3 exited", r.code, res.ExitCode, res.Status)
+	}
+	if res.Stdout != "out\n" || res.Stderr != "err\n" {
+		t.Errorf("stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+	if !strings.HasPrefix(res.ID, "bx-") || res.Runtime != "runc" || res.Image != "boxer/python" {
+		t.Errorf("id %q runtime %q image %q", res.ID, res.Runtime, res.Image)
+	}
+	if res.DurationMs <= 0 || res.MemoryPeakBytes == 0 || res.CPUTimeMs <= 0 {
+		t.Errorf("figures not filled: duration %.1f memory %d cpu %.1f", res.DurationMs, res.MemoryPeakBytes, res.CPUTimeMs)
+	}
+	// Exactly one JSON object on stdout, and the documented keys.
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "status", "exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "duration_ms", "memory_peak_bytes", "cpu_time_ms", "runtime", "image"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("result lacks %q", k)
+		}
+	}
+	assertClean(t)
+}
+
+func TestCodeFromFileAndStdin(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "prog.py")
+	if err := os.WriteFile(f, []byte("print('from file')\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := boxer(t, nil, "run", "--lang", "python", "-f", f); r.stdout != "from file\n" {
+		t.Errorf("-f: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--lang", "python")
+	cmd.Env = testEnv
+	cmd.Stdin = strings.NewReader("import sys\nprint('from stdin', repr(sys.stdin.read()))\n")
+	out, err := cmd.Output()
+	// The program's own stdin is empty: EOF at once.
+	if err != nil || string(out) != "from stdin ''\n" {
+		t.Errorf("stdin: %q %v", out, err)
+	}
+	assertClean(t)
+}
+
+func TestEnvAndInvalidUTF8(t *testing.T) {
+	res, _ := python(t, `import os, sys; print(os.environ["GREETING"]); sys.stdout.buffer.write(b"\xff\xfe ok\n")`, "--env", "GREETING=hello, world")
+	if res.Stdout != "hello, world\n\uFFFD\uFFFD ok\n" {
+		t.Errorf("stdout %q", res.Stdout)
+	}
+	assertClean(t)
+}
+
+func TestImageCommand(t *testing.T) {
+	r := boxer(t, nil, "run", "--image", "boxer/python", "--", "python3", "-c", "import sys; print(sys.argv[1:])", "a b", "c")
+	if r.code != 0 || r.stdout != "['a b', 'c']\n" {
+		t.Errorf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	assertClean(t)
+}
+
+func TestExecFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		code int
+	}{
+		{"not found", []string{"no-such-command"}, 127},
+		{"no such path", []string{"/no/such/file"}, 127},
+		{"not executable", []string{"/etc/passwd"}, 126},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := boxer(t, nil, append([]string{"run", "--image", "boxer/python", "--"}, tc.argv...)...)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d (stderr %q)", r.code, tc.code, r.stderr)
+			}
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 || !strings.HasPrefix(r.stderr, "boxer: ") {
+				t.Errorf("want one boxer line on stderr, got %q", r.stderr)
+			}
+			assertClean(t)
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.py")
+	tests := []struct {
+		name string
+		args []string
+		want string // in the one stderr line
+	}{
+		{"bad memory", []string{"run", "--lang", "python", "--memory", "lots", "-c", "1"}, "--memory"},
+		{"tiny memory", []string{"run", "--lang", "python", "--memory", "1k", "-c", "1"}, "--memory must be at least"},
+		{"negative timeout", []string{"run", "--lang", "python", "--timeout", "-1s", "-c", "1"}, "--timeout"},
+		{"bad timeout", []string{"run", "--lang", "python", "--timeout", "soon", "-c", "1"}, "timeout"},
+		{"zero cpus", []string{"run", "--lang", "python", "--cpus", "0", "-c", "1"}, "--cpus"},
+		{"zero pids", []string{"run", "--lang", "python", "--pids", "0", "-c", "1"}, "--pids"},
+		{"bad tmp-size", []string{"run", "--lang", "python", "--tmp-size", "-5m", "-c", "1"}, "--tmp-size"},
+		{"zero output", []string{"run", "--lang", "python", "--output-limit", "0", "-c", "1"}, "--output-limit"},
+		{"unknown lang", []string{"run", "--lang", "cobol", "-c", "1"}, `unknown language "cobol"`},
+		{"bad user", []string{"run", "--lang", "python", "--user", "root", "-c", "1"}, "--user"},
+		{"bad env", []string{"run", "--lang", "python", "--env", "1X=2", "-c", "1"}, "--env"},
+		{"env without value", []string{"run", "--lang", "python", "--env", "NOEQUALS", "-c", "1"}, "NAME=VALUE"},
+		{"missing file", []string{"run", "--lang", "python", "-f", missing}, "no such file"},
+		{"code and file", []string{"run", "--lang", "python", "-c", "1", "-f", missing}, "not both"},
+		{"missing image", []string{"run", "--image", "boxer/nope", "--", "true"}, "image boxer/nope not found"},
+		{"nothing to run", []string{"run"}, "nothing to run"},
+		{"runtime", []string{"run", "--lang", "python", "--runtime", "kata", "-c", "1"}, "--runtime"},
+		{"network", []string{"run", "--lang", "python", "--network", "host", "-c", "1"}, "--network"},
+		{"unknown flag", []string{"run", "--frobnicate"}, "frobnicate"},
+		{"empty seccomp", []string{"run", "--lang", "python", "--seccomp-profile", "/dev/null", "-c", "1"}, "seccomp"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := boxer(t, nil, tc.args...)
+			if r.code != 125 {
+				t.Errorf("exit %d, want 125 (stderr %q)", r.code, r.stderr)
+			}
+			line := strings.TrimSpace(r.stderr)
+			if strings.Contains(line, "\n") || !strings.HasPrefix(line, "boxer: ") || !strings.Contains(line, tc.want) {
+				t.Errorf("stderr %q, want one line naming %q", r.stderr, tc.want)
+			}
+			assertClean(t)
+		})
+	}
+}
+
+func TestMissingPresetImageSaysSetup(t *testing.T) {
+	// A namespace without images: the preset's image is missing.
+	r := boxer(t, nil, "--namespace", "boxer-empty", "run", "--lang", "python", "-c", "1")
+	if r.code != 125 || !strings.Contains(r.stderr, "run 'boxer setup --lang python'") {
+		t.Errorf("exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestUnreachableContainerd(t *testing.T) {
+	r := boxer(t, nil, "--address", "/nonexistent/containerd.sock", "run", "--lang", "python", "-c", "1")
+	if r.code != 125 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("exit %d stderr %q, want 125 and one line", r.code, r.stderr)
+	}
+}
+
+// TestInterrupt sends SIGINT or SIGTERM to boxer at moments spread over a
+// run's life (connecting, creating, running) and checks that every time the
+// sandbox is gone when boxer exits.
+func TestInterrupt(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		for _, delay := range []time.Duration{0, 20 * time.Millisecond, 60 * time.Millisecond, 120 * time.Millisecond, 200 * time.Millisecond, 800 * time.Millisecond} {
+			t.Run(sig.String()+"/"+delay.String(), func(t *testing.T) {
+				cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--lang", "python", "-c", "import time; print('up', flush=True); time.sleep(60)")
+				cmd.Env = testEnv
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(delay)
+				_ = cmd.Process.Signal(sig)
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				select {
+				case <-done:
+				case <-time.After(20 * time.Second):
+					_ = cmd.Process.Kill()
+					t.Fatalf("boxer did not exit within 20s of %s", sig)
+				}
+				code := cmd.ProcessState.ExitCode()
+				ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+				switch {
+				case ws.Signaled() && ws.Signal() == sig && delay < 100*time.Millisecond:
+					// Killed before the Go runtime installed boxer's handler:
+					// nothing existed yet, which assertClean confirms.
+				case code != 128+int(sig):
+					t.Errorf("exit %d after %s, want %d", code, sig, 128+int(sig))
+				}
+				assertClean(t)
+			})
+		}
+	}
+}
+
+// TestSIGKILLLeftoversReaped kills boxer with SIGKILL mid-run (nothing can
+// clean up then) and checks that the next boxer call reaps what was left.
+func TestSIGKILLLeftoversReaped(t *testing.T) {
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--lang", "python", "-c", "import time; time.sleep(60)")
+	cmd.Env = testEnv
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Wait until the sandbox runs.
+	for {
+		tasks, err := client.TaskService().List(ctx, nil)
+		if err == nil && len(tasks.Tasks) > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("sandbox never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if ctrs, _ := client.Containers(ctx); len(ctrs) != 1 {
+		t.Fatalf("want the killed run's container left behind, found %d", len(ctrs))
+	}
+	r := boxer(t, nil, "run", "--lang", "python", "-c", "print('next')")
+	if r.stdout != "next\n" {
+		t.Errorf("next run: %q %q", r.stdout, r.stderr)
+	}
+	assertClean(t)
+}
