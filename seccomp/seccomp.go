@@ -287,9 +287,9 @@ var Allowed = []string{
 	"writev",
 }
 
-// Refused lists syscalls that Docker's default profile allows (some only with
-// capabilities boxer never grants) and boxer refuses, each for a reason that
-// SECURITY notes in the README spell out. Tests assert none is allowed.
+// Refused lists syscalls that Docker's default profile allows (some only on
+// newer kernels) and boxer refuses, each with its reason. Tests assert none
+// is allowed.
 var Refused = []string{
 	"adjtimex",          // clock tuning: no use in a sandbox, and a kernel surface
 	"clock_adjtime",     // same
@@ -317,7 +317,7 @@ var Refused = []string{
 	"remap_file_pages",  // deprecated, had CVEs
 	"statmount",         // mount enumeration (kernel v6.8)
 	"uretprobe",         // uprobes trampoline
-	"vmsplice",          // had privilege escalation CVEs (e.g. CVE-2008-0600, Dirty Pipe's sibling)
+	"vmsplice",          // had privilege escalation CVEs (CVE-2008-0600); pipes work without it
 }
 
 // Denied lists syscalls that must never be allowed in any boxer profile: the

@@ -1,0 +1,124 @@
+package cgroups
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The v2 fixtures under testdata/v2 are cgroup2 files in the kernel's format
+// (cpu.stat copied from this host's cgroup2 mount, with throttling lines as
+// a memory-and-cpu-enabled cgroup has them; memory.events, memory.peak as
+// Documentation/admin-guide/cgroup-v2.rst lays them out).
+
+func TestReadStatsV2(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "boxer", "ns", "bx-1")
+	copyFixtures(t, "testdata/v2", dir)
+	st, err := readStatsAt(Unified, root, "/boxer/ns/bx-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{MemoryPeakBytes: 67108864, CPUTimeNs: 373116000 * 1000, OOMKills: 2}
+	if st != want {
+		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+	// Kernels before 5.19 have no memory.peak: memory.current stands in.
+	if err := os.Remove(filepath.Join(dir, "memory.peak")); err != nil {
+		t.Fatal(err)
+	}
+	st, err = readStatsAt(Unified, root, "/boxer/ns/bx-1")
+	if err != nil || st.MemoryPeakBytes != 1961984 {
+		t.Errorf("without memory.peak: peak %d err %v, want 1961984", st.MemoryPeakBytes, err)
+	}
+}
+
+func TestReadStatsV1(t *testing.T) {
+	root := t.TempDir()
+	copyFixtures(t, "testdata/v1", filepath.Join(root, "memory", "boxer", "x"))
+	if err := os.MkdirAll(filepath.Join(root, "cpuacct", "boxer", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, "memory", "boxer", "x", "cpuacct.usage"), filepath.Join(root, "cpuacct", "boxer", "x", "cpuacct.usage")); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readStatsAt(Hybrid, root, "/boxer/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{MemoryPeakBytes: 67108864, CPUTimeNs: 231047123, OOMKills: 1}
+	if st != want {
+		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+}
+
+func TestMissingFilesAreNoStat(t *testing.T) {
+	st, err := readStatsAt(Unified, t.TempDir(), "/gone")
+	if err != nil || st != (Stats{}) {
+		t.Errorf("stats %+v err %v, want zero and nil", st, err)
+	}
+}
+
+func TestParseErrorsNameFileAndLine(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "memory.events"), []byte("low 0\noom_kill x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := readStatsAt(Unified, root, "/")
+	if err == nil || !contains(err.Error(), "memory.events line 2") {
+		t.Errorf("err = %v, want it to name memory.events line 2", err)
+	}
+}
+
+func TestCheckV2Controllers(t *testing.T) {
+	root := t.TempDir()
+	copyFixtures(t, "testdata/v2", root)
+	if err := checkAt(Unified, root); err != nil {
+		t.Errorf("full controllers: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpuset io hugetlb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := checkAt(Unified, root)
+	if err == nil || !contains(err.Error(), "memory, cpu, pids") {
+		t.Errorf("err = %v, want memory, cpu, pids missing", err)
+	}
+}
+
+func TestParseMax(t *testing.T) {
+	n, err := parseSingle([]byte("max\n"), "memory.max")
+	if err != nil || n != ^uint64(0) {
+		t.Errorf("max = %d %v", n, err)
+	}
+}
+
+func TestDetectModeHere(t *testing.T) {
+	// Whatever the host, detection must find some cgroup filesystem on a
+	// machine that runs containers.
+	if m := DetectMode(); m == Unavailable {
+		t.Errorf("mode = %s", m)
+	}
+}
+
+func copyFixtures(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
