@@ -78,7 +78,7 @@ func Ensure(ctx context.Context, c Config, progress io.Writer) (started bool, re
 	if progress != nil {
 		fmt.Fprintf(progress, "boxer: starting private containerd (%s) on %s\n", bin, c.Address())
 	}
-	if err := c.writeConfig(); err != nil {
+	if err := c.writeConfig(configVersion(bin)); err != nil {
 		return false, err
 	}
 	logf, err := os.OpenFile(c.LogFile(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -174,9 +174,25 @@ func daemonEnv(bin string) []string {
 	return []string{"PATH=" + path}
 }
 
-func (c Config) writeConfig() error {
+// configVersion is the config format the containerd binary reads: 2 for
+// containerd 1.x, 3 for 2.x (which migrates it to its newest on load).
+func configVersion(bin string) int {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return 3
+	}
+	// "containerd github.com/containerd/containerd 1.6.20~ds1 ..." or
+	// "containerd github.com/containerd/containerd/v2 2.4.2 ..."
+	f := strings.Fields(string(out))
+	if len(f) >= 3 && strings.HasPrefix(f[2], "1.") {
+		return 2
+	}
+	return 3
+}
+
+func (c Config) writeConfig(version int) error {
 	// CRI, NRI and tracing are not used by boxer and cost start time.
-	cfg := fmt.Sprintf(`version = 3
+	cfg := fmt.Sprintf(`version = %d
 root = %q
 state = %q
 imports = []
@@ -195,7 +211,7 @@ disabled_plugins = [
 
 [ttrpc]
   address = %q
-`, c.ContainerdRoot(), c.ContainerdState(), c.Address(), c.Address()+".ttrpc")
+`, version, c.ContainerdRoot(), c.ContainerdState(), c.Address(), c.Address()+".ttrpc")
 	return os.WriteFile(c.ConfigFile(), []byte(cfg), 0o600)
 }
 

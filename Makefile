@@ -1,0 +1,63 @@
+# boxer: run untrusted code in a fresh, hardened sandbox on containerd.
+
+CONTAINERD_VERSION := v2.4.2
+LIBEXEC            := /usr/local/lib/boxer/bin
+GO                 ?= go
+VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all deps build install demo test test-unit bench vet clean
+
+all: build
+
+# deps installs what boxer needs on a Debian/Ubuntu host, idempotently: runc
+# and debootstrap from apt, and containerd (daemon, runc shim, ctr) built from
+# the Go module proxy at the version boxer is tested with.
+deps:
+	@command -v $(GO) >/dev/null || { echo "Go >= 1.26 is needed: install it from go.dev/dl (Debian's golang is too old)"; exit 1; }
+	@missing=""; \
+	for p in runc debootstrap; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "==> apt-get install$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@if ! $(LIBEXEC)/containerd --version 2>/dev/null | grep -q "$(patsubst v%,%,$(CONTAINERD_VERSION))" || \
+	    ! [ -x $(LIBEXEC)/containerd-shim-runc-v2 ] || ! [ -x $(LIBEXEC)/ctr ]; then \
+		echo "==> building containerd $(CONTAINERD_VERSION) into $(LIBEXEC) (about a minute)"; \
+		mkdir -p $(LIBEXEC) && \
+		GOBIN=$(LIBEXEC) GOFLAGS=-buildvcs=false $(GO) install \
+			github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
+			github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION) \
+			github.com/containerd/containerd/v2/cmd/ctr@$(CONTAINERD_VERSION); \
+	fi
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
+
+install: build
+	install -m 0755 bin/boxer /usr/local/bin/boxer
+
+# demo sets everything up and runs a first sandbox.
+demo: deps install
+	boxer setup
+	boxer doctor
+	boxer run --lang python -c 'import platform, os; print("hello from", platform.python_version(), "as uid", os.getuid())'
+	boxer run --json --memory 64m --timeout 5s --lang python -c 'print(sum(range(10**6)))'
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	$(GO) vet ./...
+
+test-unit:
+	$(GO) test -count=1 ./cgroups/ ./oci/ ./seccomp/ ./runner/ ./snapshots/ ./daemon/ .
+
+# test runs every test: unit tests and the sandbox tests on a private
+# containerd that the tests start and stop themselves.
+test: deps vet
+	$(GO) test -count=1 -timeout 30m ./...
+
+bench: deps install
+	boxer setup
+	$(GO) run ./bench
+
+clean:
+	rm -rf bin
