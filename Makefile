@@ -5,7 +5,7 @@ LIBEXEC            := /usr/local/lib/boxer/bin
 GO                 ?= go
 VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build install demo test test-unit bench vet clean
+.PHONY: all deps test-deps build install demo test test-unit bench vet clean
 
 all: build
 
@@ -30,6 +30,19 @@ deps:
 			github.com/containerd/containerd/v2/cmd/ctr@$(CONTAINERD_VERSION); \
 	fi
 
+# test-deps unpacks Debian's containerd 1.6 (daemon and shim) into
+# $(COMPAT) for the test that proves boxer's client against it, as a host's
+# system containerd may be that one. Unpacked, not installed: no service is
+# enabled or started.
+COMPAT := /usr/local/lib/boxer/compat
+test-deps:
+	@if ! [ -x $(COMPAT)/usr/bin/containerd ]; then \
+		echo "==> unpacking Debian's containerd into $(COMPAT)"; \
+		tmp=$$(mktemp -d) && cd $$tmp && apt-get download containerd >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get download containerd >/dev/null; } && \
+		mkdir -p $(COMPAT) && dpkg-deb -x containerd_*.deb $(COMPAT) && rm -rf $$tmp; \
+	fi
+
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
 
@@ -52,7 +65,7 @@ test-unit:
 
 # test runs every test: unit tests and the sandbox tests on a private
 # containerd that the tests start and stop themselves.
-test: deps vet
+test: deps test-deps vet
 	$(GO) test -count=1 -timeout 30m ./...
 
 bench: deps install
