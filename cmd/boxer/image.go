@@ -2,8 +2,12 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -46,20 +50,35 @@ func imageBuildCommand() *cli.Command {
 			&cli.StringFlag{Name: "packages", Usage: "comma-separated Debian packages, e.g. python3,tzdata"},
 		}, debianFlags()...),
 		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
+			packages, suite, mirror := c.String("packages"), c.String("suite"), c.String("mirror")
+			args := c.Args().Slice()
+			if len(args) > 1 {
+				// urfave/cli stops at the first argument; SPEC.md puts the
+				// flags after NAME, so parse what follows it here.
+				fs := flag.NewFlagSet("image build", flag.ContinueOnError)
+				fs.SetOutput(io.Discard)
+				fs.StringVar(&packages, "packages", packages, "")
+				fs.StringVar(&suite, "suite", suite, "")
+				fs.StringVar(&mirror, "mirror", mirror, "")
+				if err := fs.Parse(args[1:]); err != nil {
+					return fail("image build: %v", err)
+				}
+				args = append(args[:1], fs.Args()...)
+			}
+			if len(args) != 1 {
 				return fail("image build needs exactly one NAME, e.g. 'boxer image build mypy --packages python3'")
 			}
 			var pkgs []string
-			for _, p := range strings.Split(c.String("packages"), ",") {
+			for _, p := range strings.Split(packages, ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					pkgs = append(pkgs, p)
 				}
 			}
 			return buildImage(c, snapshots.BuildOptions{
-				Name:     c.Args().First(),
+				Name:     args[0],
 				Packages: pkgs,
-				Suite:    c.String("suite"),
-				Mirror:   c.String("mirror"),
+				Suite:    suite,
+				Mirror:   mirror,
 			})
 		},
 	}
@@ -68,6 +87,15 @@ func imageBuildCommand() *cli.Command {
 func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
 	if err := validPackages(o.Packages); err != nil {
 		return err
+	}
+	if !validName.MatchString(o.Name) {
+		return fail("invalid image name %q: use lowercase letters, digits and . _ - /", o.Name)
+	}
+	if !validSuite.MatchString(o.Suite) {
+		return fail("invalid --suite %q: a Debian suite such as bookworm", o.Suite)
+	}
+	if u, err := url.Parse(o.Mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fail("invalid --mirror %q: an http(s) URL such as %s", o.Mirror, defaultMirror)
 	}
 	r, err := connect(c, os.Stderr)
 	if err != nil {
@@ -84,6 +112,11 @@ func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
 	fmt.Fprintf(os.Stderr, "boxer: image %s ready (%s) in %.1fs\n", img.Name, img.Digest, time.Since(start).Seconds())
 	return nil
 }
+
+var (
+	validName  = regexp.MustCompile(`^[a-z0-9]+([._/-][a-z0-9]+)*(:[A-Za-z0-9_.-]+)?$`)
+	validSuite = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+)
 
 // validPackages refuses names debootstrap would pass to apt as options.
 func validPackages(pkgs []string) error {

@@ -1,0 +1,85 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestImageBuildIsCached(t *testing.T) {
+	// Same inputs as the python preset: the image is there, so this must be
+	// quick (SPEC: under a second).
+	start := time.Now()
+	r := boxer(t, nil, "image", "build", "boxer/python", "--packages", "python3,tzdata")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("cached build took %s, want under 1s", d)
+	}
+	if strings.Contains(r.stderr, "debootstrap") {
+		t.Errorf("cached build ran debootstrap: %s", r.stderr)
+	}
+}
+
+func TestImageLsAndRm(t *testing.T) {
+	// A second name from the cached layer: no debootstrap, a new image record.
+	r := boxer(t, nil, "image", "build", "scratchpy", "--packages", "tzdata,python3")
+	if r.code != 0 || !strings.Contains(r.stderr, "using cached layer") {
+		t.Fatalf("build: exit %d: %s", r.code, r.stderr)
+	}
+	ls := boxer(t, nil, "image", "ls")
+	if !strings.Contains(ls.stdout, "boxer/scratchpy") || !strings.Contains(ls.stdout, "boxer/python") {
+		t.Fatalf("ls:\n%s", ls.stdout)
+	}
+	if run := boxer(t, nil, "run", "--image", "boxer/scratchpy", "--", "python3", "-c", "print('ok')"); run.stdout != "ok\n" {
+		t.Errorf("run on built image: %q %q", run.stdout, run.stderr)
+	}
+	if rm := boxer(t, nil, "image", "rm", "boxer/scratchpy"); rm.code != 0 {
+		t.Fatalf("rm: exit %d: %s", rm.code, rm.stderr)
+	}
+	if ls := boxer(t, nil, "image", "ls"); strings.Contains(ls.stdout, "scratchpy") {
+		t.Errorf("image still listed after rm:\n%s", ls.stdout)
+	}
+	if rm := boxer(t, nil, "image", "rm", "boxer/scratchpy"); rm.code != 125 || !strings.Contains(rm.stderr, "not found") {
+		t.Errorf("second rm: exit %d %q", rm.code, rm.stderr)
+	}
+	assertClean(t)
+}
+
+func TestImageBuildBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"image", "build"},
+		{"image", "build", "x", "--packages", "--evil"},
+		{"image", "build", "x", "--packages", "python3;rm"},
+	} {
+		r := boxer(t, nil, args...)
+		if r.code != 125 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d stderr %q, want 125 and one line", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestSetupIdempotent(t *testing.T) {
+	r := boxer(t, nil, "setup")
+	if r.code != 0 || strings.Contains(r.stderr, "debootstrap") {
+		t.Errorf("second setup: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	r := boxer(t, nil, "doctor")
+	if r.code != 0 {
+		t.Errorf("doctor exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, name := range []string{"kernel", "cgroups", "containerd", "runc", "runsc", "debootstrap", "socket", "image"} {
+		if !strings.Contains(r.stdout, "  "+name+" ") {
+			t.Errorf("doctor has no %s line:\n%s", name, r.stdout)
+		}
+	}
+	// A namespace without the image: a required check fails, with the fix.
+	r = boxer(t, nil, "--namespace", "boxer-empty", "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "boxer setup --lang python") {
+		t.Errorf("doctor without image: exit %d:\n%s", r.code, r.stdout)
+	}
+}
