@@ -159,4 +159,3 @@ func pct(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
