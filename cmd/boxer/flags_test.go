@@ -1,0 +1,56 @@
+package main
+
+import "testing"
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"256m", 256 << 20},
+		{"1g", 1 << 30},
+		{"512MiB", 512 << 20},
+		{"64MiB", 64 << 20},
+		{"1048576", 1 << 20},
+		{"1.5g", 3 << 29},
+		{"10k", 10 << 10},
+	}
+	for _, tc := range tests {
+		got, err := parseSize(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("parseSize(%q) = %d, %v, want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "-5m", "1x", "m"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseUser(t *testing.T) {
+	tests := []struct {
+		in       string
+		uid, gid uint32
+		ok       bool
+	}{
+		{"65534:65534", 65534, 65534, true},
+		{"1000", 1000, 1000, true},
+		{"0:0", 0, 0, true},
+		{"root", 0, 0, false},
+		{"1000:wheel", 0, 0, false},
+		{"-1:0", 0, 0, false},
+	}
+	for _, tc := range tests {
+		uid, gid, err := parseUser(tc.in)
+		if (err == nil) != tc.ok || tc.ok && (uid != tc.uid || gid != tc.gid) {
+			t.Errorf("parseUser(%q) = %d:%d, %v", tc.in, uid, gid, err)
+		}
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	if got := oneLine("a\nb  c\n"); got != "a b c" {
+		t.Errorf("oneLine = %q", got)
+	}
+}
