@@ -13,6 +13,7 @@ import (
 	"github.com/boxer-dev/boxer/seccomp"
 	"github.com/docker/go-units"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 // maxCode bounds code read from -f or stdin.
@@ -157,6 +158,9 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 	case c.IsSet("file"):
 		req.Code, err = readCode(c.String("file"))
 	default:
+		if isTerminal(os.Stdin) {
+			fmt.Fprintln(os.Stderr, "boxer: reading the program from stdin; end it with Ctrl-D (or give -c CODE or -f FILE)")
+		}
 		req.Code, err = io.ReadAll(io.LimitReader(os.Stdin, maxCode+1))
 		if err == nil && len(req.Code) > maxCode {
 			err = fmt.Errorf("code on stdin is larger than %d bytes", maxCode)
@@ -207,4 +211,9 @@ func parseUser(s string) (uint32, uint32, error) {
 		return 0, 0, fmt.Errorf("--user %q: want numeric UID:GID, like 65534:65534", s)
 	}
 	return uint32(uid), uint32(gid), nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
