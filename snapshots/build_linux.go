@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -22,9 +24,11 @@ import (
 	"github.com/containerd/containerd/v2/pkg/archive"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
+	"github.com/moby/sys/mountinfo"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sys/unix"
 )
 
 // buildFormat changes whenever the image layout below changes, so that
@@ -110,7 +114,11 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 	if err != nil {
 		return fmt.Errorf("creating build dir: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer func() {
+		if err := removeBuildDir(work); err != nil {
+			o.progress("warning: %v", err)
+		}
+	}()
 	rootfs := filepath.Join(work, "rootfs")
 
 	start := time.Now()
@@ -121,6 +129,11 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 	}
 	args = append(args, o.Suite, rootfs, o.Mirror)
 	cmd := exec.CommandContext(ctx, "debootstrap", args...)
+	// debootstrap runs dpkg, chroot and friends: an interrupted build ends
+	// them all, not just debootstrap itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -176,6 +189,27 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 	}
 	o.progress("built layer in %.0fs", time.Since(start).Seconds())
 	return nil
+}
+
+// removeBuildDir unmounts what an interrupted debootstrap left mounted in
+// its target (it mounts proc and sysfs there, and may bind-mount host device
+// nodes into a tmpfs /dev), deepest first, and only then removes the
+// directory: RemoveAll must never walk into a mounted /proc, /sys or /dev.
+func removeBuildDir(dir string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("reading mounts under %s: %w", dir, err)
+	}
+	sort.Slice(mounts, func(i, j int) bool { return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint) })
+	for _, m := range mounts {
+		if err := unix.Unmount(m.Mountpoint, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("leaving %s in place: unmounting %s: %w", dir, m.Mountpoint, err)
+		}
+	}
+	if left, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir)); err != nil || len(left) > 0 {
+		return fmt.Errorf("leaving %s in place: %d mounts remain under it", dir, len(left))
+	}
+	return os.RemoveAll(dir)
 }
 
 // trimRootfs drops what a read-only sandbox root does not need and creates
