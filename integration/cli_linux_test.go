@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,6 +227,30 @@ func TestSIGKILLLeftoversReaped(t *testing.T) {
 	r := boxer(t, nil, "run", "--lang", "python", "-c", "print('next')")
 	if r.stdout != "next\n" {
 		t.Errorf("next run: %q %q", r.stdout, r.stderr)
+	}
+	assertClean(t)
+}
+
+// TestClosedStdout reads one line and closes the pipe, as '| head -1' does:
+// boxer must not die of SIGPIPE with its sandbox still there.
+func TestClosedStdout(t *testing.T) {
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--lang", "python", "-c", "import time\nfor i in range(100):\n    print(i, flush=True); time.sleep(0.01)")
+	cmd.Env = testEnv
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2)
+	if _, err := io.ReadFull(out, buf); err != nil {
+		t.Fatal(err)
+	}
+	out.Close()
+	_ = cmd.Wait()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+		t.Errorf("boxer died of %s", ws.Signal())
 	}
 	assertClean(t)
 }

@@ -26,13 +26,17 @@ func main() {
 }
 
 func run(args []string) int {
-	// SIGINT and SIGTERM cancel the command's context: a run removes its
+	// SIGINT, SIGTERM and SIGHUP cancel the command's context: a run removes its
 	// sandbox before boxer exits. Later signals are swallowed so that the
 	// removal is not cut short.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// A closed stdout (boxer run ... | head -1) must not kill boxer before it
+	// removes the sandbox: with SIGPIPE caught, writes fail with EPIPE
+	// instead. Caught, not ignored, so that children get the default back.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	go func() {
 		s := <-sigs
 		caught.Store(s.(syscall.Signal))
@@ -89,7 +93,7 @@ func newApp() *cli.App {
 // caught is the first SIGINT or SIGTERM boxer received.
 var caught atomic.Value
 
-// interruptedCode is the shell's exit code for the caught signal: 130 or 143.
+// interruptedCode is the shell's exit code for the caught signal: 130, 143 or 129.
 func interruptedCode() int {
 	if s, ok := caught.Load().(syscall.Signal); ok {
 		return 128 + int(s)

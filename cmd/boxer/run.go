@@ -59,11 +59,14 @@ func runAction(c *cli.Context) error {
 
 	r, err := connect(c, os.Stderr)
 	if err != nil {
+		if c.Context.Err() != nil {
+			return &exitError{code: interruptedCode(), msg: "interrupted"}
+		}
 		return err
 	}
 	defer r.Close()
 	res, err := r.Run(c.Context, req)
-	if errors.Is(err, runner.ErrInterrupted) {
+	if errors.Is(err, runner.ErrInterrupted) || err != nil && c.Context.Err() != nil {
 		if jsonOut {
 			printJSON(res)
 		}
