@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,7 +46,14 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(base)
+	code := 1
+	defer func() {
+		// Runs after the daemon is stopped: anything of ours still there is
+		// a leak, reported as a failure and then removed.
+		if !removeTestWorld(base) && code == 0 {
+			os.Exit(1)
+		}
+	}()
 	boxerBin = filepath.Join(base, "boxer")
 	build := exec.Command("go", "build", "-o", boxerBin, "../cmd/boxer")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -75,7 +84,41 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer client.Close()
-	return m.Run()
+	code = m.Run()
+	return code
+}
+
+// removeTestWorld ends the shims that a test's containerd left (by PID: they
+// are this test run's), unmounts what is left under base and removes it. It
+// reports whether base was clean.
+func removeTestWorld(base string) bool {
+	clean := true
+	for _, p := range processesMatching(base) {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: process", p)
+		if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	var points []string
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], base) {
+			points = append(points, f[4])
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, m := range points {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: mount", m)
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+	if len(points) == 0 {
+		os.RemoveAll(base)
+	} else {
+		fmt.Fprintln(os.Stderr, "leaving", base, "in place: it had mounts")
+	}
+	return clean
 }
 
 // boxerEnv is the environment of a boxer using a private world under root
