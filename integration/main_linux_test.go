@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -145,23 +146,8 @@ func stopDaemon(env []string) {
 	_ = stop.Run()
 }
 
-// result is boxer's JSON result.
-type result struct {
-	ID              string  `json:"id"`
-	Status          string  `json:"status"`
-	ExitCode        int     `json:"exit_code"`
-	Signal          string  `json:"signal"`
-	Stdout          string  `json:"stdout"`
-	Stderr          string  `json:"stderr"`
-	StdoutTruncated bool    `json:"stdout_truncated"`
-	StderrTruncated bool    `json:"stderr_truncated"`
-	DurationMs      float64 `json:"duration_ms"`
-	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
-	CPUTimeMs       float64 `json:"cpu_time_ms"`
-	Runtime         string  `json:"runtime"`
-	Image           string  `json:"image"`
-	Error           string  `json:"error"`
-}
+// result is boxer's JSON result; TestHelloAndResult checks its keys as JSON.
+type result = runner.Result
 
 // run is one finished boxer process.
 type run struct {
