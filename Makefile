@@ -2,7 +2,8 @@
 
 CONTAINERD_VERSION := v2.4.2
 LIBEXEC            := /usr/local/lib/boxer/bin
-GO                 ?= go
+# Go from the PATH, else the usual tarball location.
+GO                 ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: all deps test-deps build install demo test test-unit bench vet clean
@@ -13,7 +14,7 @@ all: build
 # and debootstrap from apt, and containerd (daemon, runc shim, ctr) built from
 # the Go module proxy at the version boxer is tested with.
 deps:
-	@command -v $(GO) >/dev/null || { echo "Go >= 1.26 is needed: install it from go.dev/dl (Debian's golang is too old)"; exit 1; }
+	@$(GO) version >/dev/null 2>&1 || { echo "Go >= 1.26 is needed (or >= 1.21, which fetches a newer toolchain from the Go module proxy): Debian 12's golang is too old"; exit 1; }
 	@missing=""; \
 	for p in runc debootstrap; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -37,6 +37,7 @@ func setupCommand() *cli.Command {
 					return err
 				}
 			}
+			fmt.Fprintf(os.Stderr, "boxer: ready: try boxer run --lang %s -c 'print(1)'\n", langs[0])
 			return nil
 		},
 	}
