@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"context"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -82,4 +85,36 @@ func TestDoctor(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout, "boxer setup --lang python") {
 		t.Errorf("doctor without image: exit %d:\n%s", r.code, r.stdout)
 	}
+}
+
+func TestImageRmRefusedWhileInUse(t *testing.T) {
+	if r := boxer(t, nil, "image", "build", "busypy", "--packages", "python3,tzdata"); r.code != 0 {
+		t.Fatalf("build: %s", r.stderr)
+	}
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--image", "boxer/busypy", "--", "python3", "-c", "import time; time.sleep(30)")
+	cmd.Env = testEnv
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		if tasks, err := client.TaskService().List(ctx, nil); err == nil && len(tasks.Tasks) > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("sandbox never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rm := boxer(t, nil, "image", "rm", "boxer/busypy")
+	if rm.code != 125 || !strings.Contains(rm.stderr, "in use") {
+		t.Errorf("rm while running: exit %d %q", rm.code, rm.stderr)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if rm := boxer(t, nil, "image", "rm", "boxer/busypy"); rm.code != 0 {
+		t.Errorf("rm after the run: exit %d %q", rm.code, rm.stderr)
+	}
+	assertClean(t)
 }

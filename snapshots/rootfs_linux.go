@@ -136,6 +136,21 @@ func Remove(ctx context.Context, client *containerd.Client, ref string) error {
 	} else if err != nil {
 		return fmt.Errorf("looking up image %s: %w", ref, err)
 	}
+	// A running sandbox's root is this image's view: removing it would let
+	// the garbage collector take the layer from under the sandbox.
+	ctrs, err := client.ContainerService().List(ctx)
+	if err != nil {
+		return fmt.Errorf("checking users of %s: %w", ref, err)
+	}
+	users := 0
+	for _, c := range ctrs {
+		if c.SnapshotKey == viewKey(img) {
+			users++
+		}
+	}
+	if users > 0 {
+		return fmt.Errorf("image %s is in use by %d running sandbox(es): try again when they end", ref, users)
+	}
 	if err := client.SnapshotService(Snapshotter).Remove(ctx, viewKey(img)); err != nil && !errdefs.IsNotFound(err) {
 		if errdefs.IsFailedPrecondition(err) {
 			return fmt.Errorf("image %s is in use by a running sandbox: try again when it ends", ref)
