@@ -152,6 +152,7 @@ func TestMissingPresetImageSaysSetup(t *testing.T) {
 	if r.code != 125 || !strings.Contains(r.stderr, "run 'boxer setup --lang python'") {
 		t.Errorf("exit %d stderr %q", r.code, r.stderr)
 	}
+	assertClean(t)
 }
 
 func TestUnreachableContainerd(t *testing.T) {
@@ -159,6 +160,7 @@ func TestUnreachableContainerd(t *testing.T) {
 	if r.code != 125 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Errorf("exit %d stderr %q, want 125 and one line", r.code, r.stderr)
 	}
+	assertClean(t)
 }
 
 // TestInterrupt sends SIGINT or SIGTERM to boxer at moments spread over a

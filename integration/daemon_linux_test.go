@@ -88,6 +88,9 @@ func TestPrivateDaemonRace(t *testing.T) {
 	if out, _ := cmd.Output(); !strings.HasPrefix(string(out), "stopped") {
 		t.Errorf("status after stop: %q", out)
 	}
+	for _, p := range processesMatching(base) {
+		t.Errorf("process left behind: %s", p)
+	}
 }
 
 // containerdsWithConfig lists the PIDs of containerd processes started with config.

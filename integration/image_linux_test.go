@@ -23,6 +23,7 @@ func TestImageBuildIsCached(t *testing.T) {
 	if strings.Contains(r.stderr, "debootstrap") {
 		t.Errorf("cached build ran debootstrap: %s", r.stderr)
 	}
+	assertClean(t)
 }
 
 func TestImageLsAndRm(t *testing.T) {
@@ -61,6 +62,7 @@ func TestImageBuildBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d stderr %q, want 125 and one line", args, r.code, r.stderr)
 		}
 	}
+	assertClean(t)
 }
 
 func TestSetupIdempotent(t *testing.T) {
@@ -68,6 +70,7 @@ func TestSetupIdempotent(t *testing.T) {
 	if r.code != 0 || strings.Contains(r.stderr, "debootstrap") {
 		t.Errorf("second setup: exit %d: %s", r.code, r.stderr)
 	}
+	assertClean(t)
 }
 
 func TestDoctor(t *testing.T) {
@@ -85,6 +88,7 @@ func TestDoctor(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout, "boxer setup --lang python") {
 		t.Errorf("doctor without image: exit %d:\n%s", r.code, r.stdout)
 	}
+	assertClean(t)
 }
 
 func TestImageRmRefusedWhileInUse(t *testing.T) {
