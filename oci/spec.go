@@ -222,6 +222,25 @@ func WithReadonlyBind(source, destination string) SpecOpts {
 	}
 }
 
+// WithWorkspaceBind replaces the /workspace tmpfs with a bind mount of the
+// host directory source (itself a size-limited tmpfs the caller mounted).
+func WithWorkspaceBind(source string) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		for i := range s.Mounts {
+			if s.Mounts[i].Destination == Workspace {
+				s.Mounts[i] = specs.Mount{
+					Destination: Workspace,
+					Type:        "bind",
+					Source:      source,
+					Options:     []string{"rbind", "rw", "nosuid", "nodev"},
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s mount to replace", Workspace)
+	}
+}
+
 // WithCgroupsPath sets the cgroup path of the container.
 func WithCgroupsPath(path string) SpecOpts {
 	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {

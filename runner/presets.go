@@ -21,12 +21,54 @@ type Preset struct {
 	Command []string
 	// Env is set before the request's own variables.
 	Env []string
+	// Support holds files delivered read-only next to the code (name to
+	// content), such as a preset's runner script.
+	Support map[string]string
 }
 
 // Args is the argv that runs the preset's code file.
 func (p Preset) Args() []string {
 	return append(append([]string{}, p.Command...), path.Join(oci.CodeDir, p.File))
 }
+
+// tsRunner type-strips a TypeScript file with the image's TypeScript
+// compiler (Debian's node-typescript) and runs the result in-process: no
+// output file, so nothing needs the read-only root to be writable.
+// Syntax errors are reported like tsc's and exit 1; types are not checked.
+const tsRunner = `'use strict';
+const fs = require('fs');
+const Module = require('module');
+const ts = require('typescript');
+const file = process.argv[2];
+const out = ts.transpileModule(fs.readFileSync(file, 'utf8'), {
+  fileName: file,
+  reportDiagnostics: true,
+  compilerOptions: {
+    module: ts.ModuleKind.CommonJS,
+    target: ts.ScriptTarget.ES2020,
+    esModuleInterop: true,
+    inlineSourceMap: true,
+  },
+});
+const errors = (out.diagnostics || []).filter(d => d.category === ts.DiagnosticCategory.Error);
+if (errors.length > 0) {
+  for (const d of errors) {
+    const msg = ts.flattenDiagnosticMessageText(d.messageText, '\n');
+    if (d.file) {
+      const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
+      console.error(file + '(' + (line + 1) + ',' + (character + 1) + '): error TS' + d.code + ': ' + msg);
+    } else {
+      console.error('error TS' + d.code + ': ' + msg);
+    }
+  }
+  process.exit(1);
+}
+const m = new Module(file, null);
+m.filename = file;
+m.paths = Module._nodeModulePaths('/workspace');
+process.argv.splice(1, 1);
+m._compile(out.outputText, file);
+`
 
 // Presets are the languages boxer knows.
 var Presets = map[string]Preset{
@@ -40,6 +82,38 @@ var Presets = map[string]Preset{
 		Command:  []string{"python3", "-u"},
 		// The root is read-only: no bytecode cache to write.
 		Env: []string{"PYTHONDONTWRITEBYTECODE=1"},
+	},
+	"python-data": {
+		Name:     "python-data",
+		Image:    "boxer/python-data",
+		Packages: []string{"python3", "tzdata", "python3-numpy", "python3-pandas", "python3-matplotlib"},
+		File:     "main.py",
+		Command:  []string{"python3", "-u"},
+		// Matplotlib draws to files (no display) and keeps its font cache
+		// in the writable /tmp.
+		Env: []string{"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib", "XDG_CACHE_HOME=/tmp/.cache"},
+	},
+	"javascript": {
+		Name:     "javascript",
+		Image:    "boxer/node",
+		Packages: []string{"nodejs", "node-typescript"},
+		File:     "main.js",
+		Command:  []string{"node"},
+	},
+	"typescript": {
+		Name:     "typescript",
+		Image:    "boxer/node",
+		Packages: []string{"nodejs", "node-typescript"},
+		File:     "main.ts",
+		Command:  []string{"node", path.Join(oci.CodeDir, ".boxer-ts.js")},
+		Support:  map[string]string{".boxer-ts.js": tsRunner},
+	},
+	"bash": {
+		Name:     "bash",
+		Image:    "boxer/bash",
+		Packages: []string{"bash", "coreutils", "procps"},
+		File:     "main.sh",
+		Command:  []string{"bash"},
 	},
 }
 

@@ -28,7 +28,7 @@ func (r *Runner) reap(ctx context.Context) {
 			log.G(ctx).WithError(err).Warnf("reaping sandbox %s", c.ID())
 			continue
 		}
-		_ = os.RemoveAll(filepath.Join(r.runsDir, c.ID()))
+		_ = removeRunDir(filepath.Join(r.runsDir, c.ID()))
 	}
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(r.runsDir)
@@ -38,13 +38,13 @@ func (r *Runner) reap(ctx context.Context) {
 		if err != nil {
 			// A run writes its owner right after creating the directory.
 			if info, serr := e.Info(); serr == nil && time.Since(info.ModTime()) > time.Minute {
-				_ = os.RemoveAll(dir)
+				_ = removeRunDir(dir)
 			}
 			continue
 		}
 		if !ownerAlive(string(owner)) {
 			if _, err := r.client.LoadContainer(ctx, e.Name()); err != nil {
-				_ = os.RemoveAll(dir)
+				_ = removeRunDir(dir)
 			}
 		}
 	}

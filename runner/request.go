@@ -4,6 +4,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"time"
@@ -51,6 +52,14 @@ type Request struct {
 	// Seccomp replaces the default profile; nil keeps it.
 	Seccomp *specs.LinuxSeccomp
 
+	// Stdin feeds the program's standard input; nil means empty (EOF at once).
+	Stdin io.Reader `json:"-"`
+	// CopyIn is a host directory copied into /workspace before the run.
+	CopyIn string
+	// CopyOut is a host directory /workspace is copied to after the run
+	// (also after a timeout or an OOM kill).
+	CopyOut string
+
 	// Stdout and Stderr, if set, receive the program's output as it comes,
 	// capped by OutputLimit like the copies kept in the Result.
 	Stdout io.Writer `json:"-"`
@@ -96,8 +105,26 @@ type Result struct {
 	CPUTimeMs       float64 `json:"cpu_time_ms"`
 	Runtime         string  `json:"runtime"`
 	Image           string  `json:"image"`
-	FilesOut        []File  `json:"files_out,omitempty"`
-	Error           string  `json:"error,omitempty"`
+	// FilesOut lists what --copy-out copied, relative to /workspace; nil
+	// without --copy-out, empty when nothing was copied.
+	FilesOut []File `json:"files_out,omitempty"`
+	// FilesSkipped counts what --copy-out left behind: symlinks, special
+	// files, files over the size budget.
+	FilesSkipped int    `json:"files_skipped,omitempty"`
+	Error        string `json:"error,omitempty"`
+}
+
+// MarshalJSON writes files_out as [] rather than leaving it out when
+// --copy-out copied nothing.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	if r.FilesOut != nil && len(r.FilesOut) == 0 {
+		return json.Marshal(struct {
+			plain
+			FilesOut []File `json:"files_out"`
+		}{plain(r), r.FilesOut})
+	}
+	return json.Marshal(plain(r))
 }
 
 // ErrInvalid marks a request boxer refuses before touching containerd.

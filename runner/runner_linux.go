@@ -129,9 +129,10 @@ type plan struct {
 	image  string
 	args   []string
 	env    []string
-	code   []byte
-	file   string
-	limits oci.Limits
+	code    []byte
+	file    string
+	support map[string]string
+	limits  oci.Limits
 	req    Request
 }
 
@@ -190,6 +191,16 @@ func (r *Runner) plan(req Request) (plan, error) {
 			return p, err
 		}
 	}
+	if req.CopyOut != "" {
+		if st, err := os.Stat(req.CopyOut); err == nil && !st.IsDir() {
+			return p, invalid(fmt.Sprintf("--copy-out %s: exists and is not a directory", req.CopyOut))
+		}
+	}
+	if req.CopyIn != "" {
+		if st, err := os.Stat(req.CopyIn); err != nil || !st.IsDir() {
+			return p, invalid(fmt.Sprintf("--copy-in %s: not a directory", req.CopyIn))
+		}
+	}
 	if req.Lang != "" {
 		preset, ok := Presets[req.Lang]
 		if !ok {
@@ -203,6 +214,7 @@ func (r *Runner) plan(req Request) (plan, error) {
 		p.env = preset.Env
 		p.code = req.Code
 		p.file = preset.File
+		p.support = preset.Support
 	} else {
 		if req.Image == "" || len(req.Args) == 0 {
 			return p, invalid("nothing to run: give --lang with code, or --image REF -- COMMAND")
@@ -275,7 +287,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 		return res, fmt.Errorf("creating run directory: %w", err)
 	}
 	defer func() {
-		if err := os.RemoveAll(runDir); err != nil {
+		if err := removeRunDir(runDir); err != nil {
 			log.G(ctx).WithError(err).Warn("removing run directory")
 		}
 	}()
@@ -296,10 +308,23 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	}
 	if p.file != "" {
 		codeDir := filepath.Join(runDir, "code")
-		if err := writeCode(codeDir, p.file, p.code); err != nil {
+		if err := writeCode(codeDir, p.file, p.code, p.support); err != nil {
 			return res, err
 		}
 		opts = append(opts, oci.WithReadonlyBind(codeDir, oci.CodeDir))
+	}
+	workspace := ""
+	if p.req.CopyIn != "" || p.req.CopyOut != "" {
+		workspace = filepath.Join(runDir, "workspace")
+		if err := mountWorkspace(workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
+			return res, err
+		}
+		if p.req.CopyIn != "" {
+			if err := copyIn(p.req.CopyIn, workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
+				return res, err
+			}
+		}
+		opts = append(opts, oci.WithWorkspaceBind(workspace))
 	}
 	spec, err := oci.New(ctx, id, opts...)
 	if err != nil {
@@ -335,7 +360,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 
 	stdout := newCapped(p.req.OutputLimit, p.req.Stdout)
 	stderr := newCapped(p.req.OutputLimit, p.req.Stderr)
-	task, err := container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(nil, stdout, stderr), cio.WithFIFODir(runDir)))
+	task, err := container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(p.req.Stdin, stdout, stderr), cio.WithFIFODir(runDir)))
 	if err != nil {
 		return execFailure(res, err)
 	}
@@ -396,6 +421,14 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	}
 	res.Stdout, res.StdoutTruncated = stdout.text()
 	res.Stderr, res.StderrTruncated = stderr.text()
+	var copyErr error
+	if p.req.CopyOut != "" && !interrupted {
+		// After a timeout or an OOM kill too: what was written is there.
+		res.FilesOut, res.FilesSkipped, copyErr = copyOut(workspace, p.req.CopyOut, p.req.TmpBytes)
+		if res.FilesOut == nil {
+			res.FilesOut = []File{}
+		}
+	}
 
 	code := int(status.ExitCode())
 	if err := status.Error(); err != nil {
@@ -417,7 +450,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	case stats.OOMKills > 0 && code == ExitOOM:
 		res.Status = StatusOOM
 	}
-	return res, nil
+	return res, copyErr
 }
 
 // execFailure turns a runtime's failure to start the program into docker's
@@ -496,9 +529,14 @@ func buildEnv(layers ...[]string) []string {
 
 // writeCode writes the program read-only into dir, which is bind-mounted
 // read-only into the sandbox.
-func writeCode(dir, file string, code []byte) error {
+func writeCode(dir, file string, code []byte, support map[string]string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("creating code directory: %w", err)
+	}
+	for name, content := range support {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
 	}
 	// 0644, root's: even a sandbox running as uid 0 (without capabilities)
 	// meets the read-only mount, not just a permission bit.

@@ -3,10 +3,16 @@ package snapshots
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
@@ -35,6 +41,9 @@ func viewKey(img images.Image) string {
 // stat); the first run of an image unpacks it and creates its view.
 func Resolve(ctx context.Context, client *containerd.Client, ref string) (Rootfs, error) {
 	img, err := client.ImageService().Get(ctx, ref)
+	if full := NormalizeRef(ref); errdefs.IsNotFound(err) && full != ref {
+		img, err = client.ImageService().Get(ctx, full)
+	}
 	if errdefs.IsNotFound(err) {
 		return Rootfs{}, fmt.Errorf("%s: %w", ref, ErrImageNotFound)
 	} else if err != nil {
@@ -79,6 +88,13 @@ func createView(ctx context.Context, client *containerd.Client, img images.Image
 		return Rootfs{}, fmt.Errorf("reading layers of %s: %w", r.Image, err)
 	}
 	parent := identity.ChainID(diffIDs).String()
+	if img.Labels[LabelBuildKey] == "" {
+		// Not built by boxer: the image may lack the mount points a
+		// read-only root needs (/workspace, /code, even /proc).
+		if parent, err = mountPointLayer(ctx, client, img, parent); err != nil {
+			return Rootfs{}, fmt.Errorf("preparing %s: %w", r.Image, err)
+		}
+	}
 	// Only what a run uses, so the label stays within containerd's 4 KiB.
 	small, err := json.Marshal(ocispec.ImageConfig{User: cfg.Config.User, Env: cfg.Config.Env, WorkingDir: cfg.Config.WorkingDir})
 	if err != nil {
@@ -93,6 +109,71 @@ func createView(ctx context.Context, client *containerd.Client, img images.Image
 		return Rootfs{}, fmt.Errorf("creating view of %s: %w", r.Image, err)
 	}
 	return r, nil
+}
+
+// mountPoints are the directories every sandbox mounts something on.
+var mountPoints = []struct {
+	path string
+	mode os.FileMode
+}{
+	{"proc", 0o555}, {"sys", 0o555}, {"dev", 0o755}, {"tmp", 0o1777},
+	{"workspace", 0o755}, {"code", 0o755},
+}
+
+// mountPointLayer commits, once per image, a small snapshot on top of the
+// image's layers that holds the mount points, and returns its name for the
+// shared view to sit on.
+func mountPointLayer(ctx context.Context, client *containerd.Client, img images.Image, parent string) (string, error) {
+	name := "boxer-base-" + img.Target.Digest.Encoded()
+	sn := client.SnapshotService(Snapshotter)
+	if _, err := sn.Stat(ctx, name); err == nil {
+		return name, nil
+	} else if !errdefs.IsNotFound(err) {
+		return "", err
+	}
+	ctx, done, err := client.WithLease(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer done(context.WithoutCancel(ctx))
+	active := fmt.Sprintf("%s-prep-%d", name, time.Now().UnixNano())
+	mounts, err := sn.Prepare(ctx, active, parent)
+	if err != nil {
+		return "", err
+	}
+	defer sn.Remove(context.WithoutCancel(ctx), active)
+	dir, err := os.MkdirTemp("", "boxer-prep-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(dir)
+	if err := mount.All(mounts, dir); err != nil {
+		return "", fmt.Errorf("mounting %s: %w", active, err)
+	}
+	var errs []error
+	for _, mp := range mountPoints {
+		// An image may hold a file or a symlink there: mount points must be
+		// real directories inside the root, so those are left alone and the
+		// run fails with runc's message.
+		p := filepath.Join(dir, mp.path)
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(p, mp.mode); err != nil {
+				errs = append(errs, err)
+			} else if err := os.Chmod(p, mp.mode); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := mount.UnmountAll(dir, 0); err != nil {
+		errs = append(errs, fmt.Errorf("unmounting %s: %w", dir, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	if err := sn.Commit(ctx, name, active); err != nil && !errdefs.IsAlreadyExists(err) {
+		return "", fmt.Errorf("committing mount points: %w", err)
+	}
+	return name, nil
 }
 
 func readJSON(ctx context.Context, client *containerd.Client, desc ocispec.Descriptor, v any) error {
@@ -131,6 +212,10 @@ func List(ctx context.Context, client *containerd.Client) ([]Image, error) {
 func Remove(ctx context.Context, client *containerd.Client, ref string) error {
 	is := client.ImageService()
 	img, err := is.Get(ctx, ref)
+	if full := NormalizeRef(ref); errdefs.IsNotFound(err) && full != ref {
+		ref = full
+		img, err = is.Get(ctx, ref)
+	}
 	if errdefs.IsNotFound(err) {
 		return fmt.Errorf("%s: %w", ref, ErrImageNotFound)
 	} else if err != nil {

@@ -29,7 +29,7 @@ func imageCommand() *cli.Command {
 		Name:         "image",
 		Usage:        "build, list and remove images",
 		OnUsageError: usageError,
-		Subcommands:  []*cli.Command{imageBuildCommand(), imageLsCommand(), imageRmCommand()},
+		Subcommands:  []*cli.Command{imageBuildCommand(), imageImportCommand(), imagePullCommand(), imageLsCommand(), imageRmCommand()},
 	}
 }
 
@@ -180,6 +180,69 @@ func imageRmCommand() *cli.Command {
 				}
 				fmt.Println(ref)
 			}
+			return nil
+		},
+	}
+}
+
+func imageImportCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "import",
+		Usage:        "import an OCI layout tar or a docker-archive tar ('docker save')",
+		ArgsUsage:    "FILE",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", Usage: "`REF` for an image the archive does not name"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fail("image import needs exactly one FILE, e.g. 'boxer image import image.tar'")
+			}
+			file := c.Args().First()
+			if st, err := os.Stat(file); err != nil || !st.Mode().IsRegular() {
+				return fail("image import: %s is not a readable file", file)
+			}
+			r, err := connect(c, os.Stderr)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			fmt.Fprintf(os.Stderr, "boxer: importing %s\n", file)
+			imgs, err := snapshots.Import(c.Context, r.Client(), file, c.String("name"), os.Stderr)
+			if err != nil {
+				return fail("%v (is it an OCI layout or docker-archive tar?)", err)
+			}
+			for _, img := range imgs {
+				fmt.Println(img.Name)
+			}
+			return nil
+		},
+	}
+}
+
+func imagePullCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "pull",
+		Usage:        "pull an image from a registry",
+		ArgsUsage:    "REF",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "plain-http", Usage: "talk HTTP, not HTTPS, to the registry"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fail("image pull needs exactly one REF, e.g. 'boxer image pull docker.io/library/python:3.12-slim'")
+			}
+			r, err := connect(c, os.Stderr)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			img, err := snapshots.Pull(c.Context, r.Client(), c.Args().First(), c.Bool("plain-http"), os.Stderr)
+			if err != nil {
+				return fail("%v", err)
+			}
+			fmt.Println(img.Name)
 			return nil
 		},
 	}

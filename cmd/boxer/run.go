@@ -31,6 +31,9 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the program's code from `FILE`"},
 			&cli.StringFlag{Name: "image", Usage: "image `REF` (overrides the preset's)"},
 			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set `K=V` in the sandbox (repeatable)"},
+			&cli.StringFlag{Name: "stdin-file", Usage: "feed `FILE` to the program's stdin (default: empty)"},
+			&cli.StringFlag{Name: "copy-in", Usage: "copy host directory `DIR` into /workspace before the run"},
+			&cli.StringFlag{Name: "copy-out", Usage: "copy /workspace to host directory `DIR` after the run"},
 			&cli.DurationFlag{Name: "timeout", Value: runner.DefaultTimeout, Usage: "wall clock limit from start"},
 			&cli.StringFlag{Name: "memory", Value: "256MiB", Usage: "memory limit, no swap (256m, 1g, 512MiB)"},
 			&cli.Float64Flag{Name: "cpus", Value: runner.DefaultCPUs, Usage: "CPU quota in cores"},
@@ -57,6 +60,17 @@ func runAction(c *cli.Context) error {
 		req.Stdout, req.Stderr = os.Stdout, os.Stderr
 	}
 
+	if p := c.String("stdin-file"); p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			return fail("--stdin-file: %v", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err != nil || st.IsDir() {
+			return fail("--stdin-file %s: not a readable file", p)
+		}
+		req.Stdin = f
+	}
 	r, err := connect(c, os.Stderr)
 	if err != nil {
 		if c.Context.Err() != nil {
@@ -94,6 +108,17 @@ func noteResult(w io.Writer, res runner.Result, req runner.Request) {
 	case runner.StatusError:
 		fmt.Fprintf(w, "boxer: %s\n", oneLine(res.Error))
 	}
+	if req.CopyOut != "" {
+		var total int64
+		for _, f := range res.FilesOut {
+			total += f.Size
+		}
+		fmt.Fprintf(w, "boxer: copied %d files (%d bytes) from /workspace to %s", len(res.FilesOut), total, req.CopyOut)
+		if res.FilesSkipped > 0 {
+			fmt.Fprintf(w, "; skipped %d (symlinks, special files, over --tmp-size)", res.FilesSkipped)
+		}
+		fmt.Fprintln(w)
+	}
 	if res.StdoutTruncated {
 		fmt.Fprintf(w, "boxer: stdout truncated to %d bytes (--output-limit)\n", req.OutputLimit)
 	}
@@ -119,6 +144,8 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 		Pids:    c.Int64("pids"),
 		Runtime: c.String("runtime"),
 		Network: c.String("network"),
+		CopyIn:  c.String("copy-in"),
+		CopyOut: c.String("copy-out"),
 	}
 	if req.Timeout <= 0 {
 		return req, errors.New("--timeout must be positive, e.g. 30s")

@@ -25,8 +25,14 @@ func setupCommand() *cli.Command {
 				}
 				langs = []string{l}
 			}
+			done := map[string]bool{}
 			for _, l := range langs {
 				p := runner.Presets[l]
+				// Several presets may share an image (javascript, typescript).
+				if done[p.Image] {
+					continue
+				}
+				done[p.Image] = true
 				fmt.Fprintf(os.Stderr, "boxer: setting up %s (%s)\n", l, p.Image)
 				if err := buildImage(c, snapshots.BuildOptions{
 					Name:     p.Image,

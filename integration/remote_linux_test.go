@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	"github.com/google/go-containerregistry/pkg/registry"
+)
+
+// helloSource is a static program for images that hold nothing else: no
+// shell, no /workspace, no /proc, no user in their config.
+const helloSource = `package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	wd, _ := os.Getwd()
+	_, err := os.Stat("/proc/self/status")
+	fmt.Println("hello", os.Getuid(), wd, err == nil)
+}
+`
+
+// buildHello compiles helloSource statically and returns the binary.
+func buildHello(t *testing.T) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(helloSource), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o644))
+	cmd := exec.Command("go", "build", "-o", "hello", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building hello: %v: %s", err, out)
+	}
+	bin, err := os.ReadFile(filepath.Join(dir, "hello"))
+	must(t, err)
+	return bin
+}
+
+// dockerArchive writes what 'docker save' writes for a one-layer image
+// holding /hello, tagged tag.
+func dockerArchive(t *testing.T, hello []byte, tag string) string {
+	t.Helper()
+	var layer bytes.Buffer
+	lw := tar.NewWriter(&layer)
+	must(t, lw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o755, Size: int64(len(hello)), Typeflag: tar.TypeReg}))
+	_, err := lw.Write(hello)
+	must(t, err)
+	must(t, lw.Close())
+	sum := sha256.Sum256(layer.Bytes())
+	diffID := "sha256:" + hex.EncodeToString(sum[:])
+	cfg, _ := json.Marshal(map[string]any{
+		"architecture": "amd64",
+		"os":           "linux",
+		"config":       map[string]any{"Entrypoint": []string{"/hello"}},
+		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{diffID}},
+	})
+	manifest, _ := json.Marshal([]map[string]any{{
+		"Config":   "config.json",
+		"RepoTags": []string{tag},
+		"Layers":   []string{"layer/layer.tar"},
+	}})
+	file := filepath.Join(t.TempDir(), "image.tar")
+	f, err := os.Create(file)
+	must(t, err)
+	w := tar.NewWriter(f)
+	for _, e := range []struct {
+		name string
+		data []byte
+	}{{"config.json", cfg}, {"layer/layer.tar", layer.Bytes()}, {"manifest.json", manifest}} {
+		must(t, w.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), Typeflag: tar.TypeReg}))
+		_, err := w.Write(e.data)
+		must(t, err)
+	}
+	must(t, w.Close())
+	must(t, f.Close())
+	return file
+}
+
+func TestImportDockerArchive(t *testing.T) {
+	file := dockerArchive(t, buildHello(t), "hello-docker:1")
+	r := boxer(t, nil, "image", "import", file)
+	if r.code != 0 || !strings.Contains(r.stdout, "docker.io/library/hello-docker:1") {
+		t.Fatalf("import: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// No user in the config, no mount points in the layer: it still runs
+	// as 65534, in /workspace, with /proc.
+	run := boxer(t, nil, "run", "--image", "hello-docker:1", "--", "/hello")
+	if run.code != 0 || run.stdout != "hello 65534 /workspace true\n" {
+		t.Errorf("run: exit %d stdout %q stderr %q", run.code, run.stdout, run.stderr)
+	}
+	if rm := boxer(t, nil, "image", "rm", "hello-docker:1"); rm.code != 0 {
+		t.Errorf("rm: %q", rm.stderr)
+	}
+	assertClean(t)
+}
+
+func TestImportOCILayout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	img, err := client.GetImage(ctx, "boxer/bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "oci.tar")
+	f, err := os.Create(file)
+	must(t, err)
+	must(t, client.Export(ctx, f, archive.WithImage(client.ImageService(), img.Name()), archive.WithSkipNonDistributableBlobs()))
+	must(t, f.Close())
+	r := boxer(t, nil, "image", "import", "--name", "imported/bash:oci", file)
+	if r.code != 0 {
+		t.Fatalf("import: exit %d %q", r.code, r.stderr)
+	}
+	run := boxer(t, nil, "run", "--image", "imported/bash:oci", "--", "bash", "-c", "echo from oci; id -u")
+	if run.stdout != "from oci\n65534\n" {
+		t.Errorf("run: %q %q", run.stdout, run.stderr)
+	}
+	boxer(t, nil, "image", "rm", "imported/bash:oci")
+	for _, bad := range []string{file + ".missing", "/etc/passwd"} {
+		if r := boxer(t, nil, "image", "import", bad); r.code != 125 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("import %s: exit %d %q", bad, r.code, r.stderr)
+		}
+	}
+	assertClean(t)
+}
+
+// TestPullFromLoopbackRegistry pushes boxer/bash to a registry this test
+// serves on 127.0.0.1, then pulls it back under its registry name and runs it.
+func TestPullFromLoopbackRegistry(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ref := fmt.Sprintf("%s/boxer/bash:pushed", host)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	img, err := client.GetImage(ctx, "boxer/bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, config.HostOptions{DefaultScheme: "http"})})
+	if err := client.Push(ctx, ref, img.Target(), containerd.WithResolver(resolver)); err != nil {
+		t.Fatalf("pushing to the loopback registry: %v", err)
+	}
+
+	r := boxer(t, nil, "image", "pull", "--plain-http", ref)
+	if r.code != 0 || strings.TrimSpace(r.stdout) != ref {
+		t.Fatalf("pull: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	run := boxer(t, nil, "run", "--image", ref, "--", "bash", "-c", "echo pulled")
+	if run.stdout != "pulled\n" {
+		t.Errorf("run: %q %q", run.stdout, run.stderr)
+	}
+	boxer(t, nil, "image", "rm", ref)
+	// Without --plain-http the registry (HTTP only) cannot be reached: one line, 125.
+	if r := boxer(t, nil, "image", "pull", ref); r.code != 125 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("pull over https: exit %d %q", r.code, r.stderr)
+	}
+	assertClean(t)
+}

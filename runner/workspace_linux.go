@@ -1,0 +1,232 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxCopyOutEntries bounds how many files and directories --copy-out takes
+// (a program can make far more tiny files than anyone wants back).
+const maxCopyOutEntries = 200000
+
+// mountWorkspace mounts the size-limited tmpfs that becomes /workspace on
+// the host, so that files can go in before the run and come out after it
+// (the sandbox's own mounts die with its mount namespace).
+func mountWorkspace(dir string, size int64, uid, gid uint32) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("creating workspace: %w", err)
+	}
+	opts := "size=" + strconv.FormatInt(size, 10) + ",mode=0755,uid=" + strconv.FormatUint(uint64(uid), 10) + ",gid=" + strconv.FormatUint(uint64(gid), 10)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return fmt.Errorf("mounting workspace: %w", err)
+	}
+	return nil
+}
+
+// removeRunDir unmounts a run directory's workspace, if any, and removes
+// the directory; it never removes through a mount.
+func removeRunDir(dir string) error {
+	ws := filepath.Join(dir, "workspace")
+	if err := unix.Unmount(ws, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting %s: %w", ws, err)
+	}
+	return os.RemoveAll(dir)
+}
+
+// copyIn copies the host directory src into the workspace dst, owned by
+// uid:gid. It refuses special files and symlinks that point outside src,
+// and a tree larger than budget, before copying anything.
+func copyIn(src, dst string, budget int64, uid, gid uint32) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("--copy-in: %v", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--copy-in %s: not a directory", src)
+	}
+	var total int64
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		switch t := d.Type(); {
+		case t.IsDir():
+		case t.IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		case t&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if filepath.IsAbs(target) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), target)) {
+				return fmt.Errorf("--copy-in: refusing symlink %s -> %s: it points outside %s", rel, target, src)
+			}
+		default:
+			return fmt.Errorf("--copy-in: refusing special file %s (%s)", rel, t.Type())
+		}
+		return nil
+	})
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "--copy-in") {
+			return err
+		}
+		return fmt.Errorf("--copy-in %s: %v", src, err)
+	}
+	if total > budget {
+		return fmt.Errorf("--copy-in %s holds %d bytes, more than the workspace's %d: raise --tmp-size", src, total, budget)
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "." {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		// Permission bits only: no setuid, setgid or sticky from the host.
+		mode := info.Mode().Perm()
+		switch {
+		case d.IsDir():
+			if err := root.Mkdir(rel, mode|0o700); err != nil {
+				return fmt.Errorf("--copy-in: %v", err)
+			}
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			if err := root.Symlink(target, rel); err != nil {
+				return fmt.Errorf("--copy-in: %v", err)
+			}
+		default:
+			if err := copyFile(root, rel, p, mode); err != nil {
+				return fmt.Errorf("--copy-in %s: %v", rel, err)
+			}
+		}
+		return root.Lchown(rel, int(uid), int(gid))
+	})
+}
+
+func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
+}
+
+// copyOut copies the workspace src to the host directory dst after the run:
+// regular files and directories only (symlinks are not followed, special
+// files are skipped), at most budget bytes in all, and never outside dst
+// (every write goes through an os.Root). It returns what it copied and how
+// many entries it skipped.
+func copyOut(src, dst string, budget int64) ([]File, int, error) {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return nil, 0, fmt.Errorf("--copy-out: %v", err)
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--copy-out: %v", err)
+	}
+	defer root.Close()
+	var files []File
+	skipped, entries := 0, 0
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			skipped++
+			return nil
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "." {
+			return nil
+		}
+		if entries++; entries > maxCopyOutEntries {
+			skipped++
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		switch t := d.Type(); {
+		case t.IsDir():
+			if err := root.Mkdir(rel, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				skipped++
+				return fs.SkipDir
+			}
+		case t.IsRegular():
+			info, err := d.Info()
+			if err != nil || info.Size() > budget {
+				// Too big for what is left (a sparse file can claim any size).
+				skipped++
+				return nil
+			}
+			n, err := copyOutFile(root, rel, p, info)
+			if err != nil {
+				if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+					return fmt.Errorf("--copy-out %s: %w", dst, err)
+				}
+				skipped++
+				return nil
+			}
+			budget -= n
+			files = append(files, File{Path: rel, Size: n})
+		default:
+			// Symlinks, FIFOs, sockets, devices.
+			skipped++
+		}
+		return nil
+	})
+	return files, skipped, err
+}
+
+func copyOutFile(root *os.Root, rel, src string, info fs.FileInfo) (int64, error) {
+	// O_NOFOLLOW: the entry was a regular file when listed; never follow a
+	// link that might have taken its place.
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s is not a regular file", rel)
+	}
+	mode := fs.FileMode(0o644)
+	if info.Mode()&0o111 != 0 {
+		mode = 0o755
+	}
+	out, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.CopyN(out, in, info.Size())
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, errors.Join(err, out.Close())
+}
