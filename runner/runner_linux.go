@@ -126,14 +126,14 @@ func newID() string {
 
 // plan is a validated request, ready to run.
 type plan struct {
-	image  string
-	args   []string
-	env    []string
+	image   string
+	args    []string
+	env     []string
 	code    []byte
 	file    string
 	support map[string]string
 	limits  oci.Limits
-	req    Request
+	req     Request
 }
 
 func (r *Runner) plan(req Request) (plan, error) {
