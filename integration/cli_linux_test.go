@@ -130,6 +130,13 @@ func TestBadInput(t *testing.T) {
 		{"network", []string{"run", "--lang", "python", "--network", "host", "-c", "1"}, "--network"},
 		{"unknown flag", []string{"run", "--frobnicate"}, "frobnicate"},
 		{"empty seccomp", []string{"run", "--lang", "python", "--seccomp-profile", "/dev/null", "-c", "1"}, "seccomp"},
+		{"missing stdin file", []string{"run", "--lang", "python", "--stdin-file", missing, "-c", "1"}, "--stdin-file"},
+		{"copy-out onto a file", []string{"run", "--lang", "python", "--copy-out", "/etc/hostname", "-c", "1"}, "not a directory"},
+		{"missing lang image", []string{"run", "--lang", "python", "--image", "no/such:image", "-c", "1"}, "image no/such:image not found"},
+		{"import missing", []string{"image", "import", missing}, "not a readable file"},
+		{"pull nothing", []string{"image", "pull"}, "exactly one REF"},
+		{"rm missing", []string{"image", "rm", "no/such:image"}, "not found"},
+		{"setup unknown lang", []string{"setup", "--lang", "cobol"}, "unknown language"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,6 +260,35 @@ func TestClosedStdout(t *testing.T) {
 	_ = cmd.Wait()
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
 		t.Errorf("boxer died of %s", ws.Signal())
+	}
+	assertClean(t)
+}
+
+// TestOutputStreams checks that plain mode passes lines on as the program
+// prints them, not when it ends.
+func TestOutputStreams(t *testing.T) {
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--lang", "python", "-c", "import time, sys\nprint('first', flush=True)\nprint('err', file=sys.stderr, flush=True)\ntime.sleep(3)\nprint('second')")
+	cmd.Env = testEnv
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "first\n" {
+		t.Fatalf("first line: %q %v", buf, err)
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("first line came after %s: not streamed", d)
+	}
+	rest, _ := io.ReadAll(out)
+	if err := cmd.Wait(); err != nil || string(rest) != "second\n" || stderr.String() != "err\n" {
+		t.Errorf("rest %q stderr %q err %v", rest, stderr.String(), err)
 	}
 	assertClean(t)
 }

@@ -167,3 +167,14 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestCopyOutFullDisk(t *testing.T) {
+	out := t.TempDir()
+	must(t, syscall.Mount("tmpfs", out, "tmpfs", 0, "size=1m"))
+	defer syscall.Unmount(out, syscall.MNT_DETACH)
+	r := boxer(t, nil, "run", "--lang", "python", "--copy-out", out, "-c", `open("big", "wb").write(b"x" * (4 << 20))`)
+	if r.code != 125 || !strings.Contains(r.stderr, "no space left on device") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("exit %d stderr %q, want 125 and one line naming the full disk", r.code, r.stderr)
+	}
+	assertClean(t)
+}

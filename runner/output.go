@@ -71,3 +71,18 @@ func validUTF8(b []byte) string {
 	}
 	return sb.String()
 }
+
+// eofReader closes eof when its reader is exhausted (or fails).
+type eofReader struct {
+	r    io.Reader
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
+}

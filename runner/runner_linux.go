@@ -360,10 +360,18 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 
 	stdout := newCapped(p.req.OutputLimit, p.req.Stdout)
 	stderr := newCapped(p.req.OutputLimit, p.req.Stderr)
-	task, err := container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(p.req.Stdin, stdout, stderr), cio.WithFIFODir(runDir)))
+	var stdin *eofReader
+	var in io.Reader
+	if p.req.Stdin != nil {
+		stdin = &eofReader{r: p.req.Stdin, eof: make(chan struct{})}
+		in = stdin
+	}
+	task, err := container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(in, stdout, stderr), cio.WithFIFODir(runDir)))
 	if err != nil {
 		return execFailure(res, err)
 	}
+	waitCtx, stopWait := context.WithCancel(opCtx)
+	defer stopWait()
 	statusC, err := task.Wait(opCtx)
 	if err != nil {
 		return res, fmt.Errorf("waiting on task: %w", err)
@@ -374,6 +382,19 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	start := time.Now()
 	if err := task.Start(opCtx); err != nil {
 		return execFailure(res, err)
+	}
+	if stdin != nil {
+		// The shim holds the stdin FIFO open: the program sees EOF only once
+		// containerd is told that the input is over.
+		go func() {
+			select {
+			case <-stdin.eof:
+				if err := task.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
+					log.G(ctx).WithError(err).Debug("closing stdin")
+				}
+			case <-waitCtx.Done():
+			}
+		}()
 	}
 
 	timer := time.NewTimer(p.req.Timeout)

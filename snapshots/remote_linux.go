@@ -80,9 +80,6 @@ func Pull(ctx context.Context, client *containerd.Client, ref string, plainHTTP 
 		hosts.DefaultScheme = "http"
 	}
 	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, hosts)})
-	if progress != nil {
-		fmt.Fprintf(progress, "boxer: pulling %s\n", ref)
-	}
 	start := time.Now()
 	img, err := client.Pull(ctx, ref,
 		containerd.WithResolver(resolver),

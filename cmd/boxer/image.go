@@ -207,7 +207,6 @@ func imageImportCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
-			fmt.Fprintf(os.Stderr, "boxer: importing %s\n", file)
 			imgs, err := snapshots.Import(c.Context, r.Client(), file, c.String("name"), os.Stderr)
 			if err != nil {
 				return fail("%v (is it an OCI layout or docker-archive tar?)", err)
@@ -238,6 +237,9 @@ func imagePullCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
+			if isTerminal(os.Stderr) {
+				fmt.Fprintf(os.Stderr, "boxer: pulling %s\n", c.Args().First())
+			}
 			img, err := snapshots.Pull(c.Context, r.Client(), c.Args().First(), c.Bool("plain-http"), os.Stderr)
 			if err != nil {
 				return fail("%v", err)
