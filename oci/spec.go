@@ -181,6 +181,15 @@ func WithLimits(l Limits) SpecOpts {
 	}
 }
 
+// WithRlimit sets the soft and hard limit typ (such as "RLIMIT_NPROC") of
+// the process.
+func WithRlimit(typ string, v uint64) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		setRlimit(process(s), typ, v)
+		return nil
+	}
+}
+
 // WithUser sets the uid and gid of the process and makes /workspace theirs.
 func WithUser(uid, gid uint32) SpecOpts {
 	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {

@@ -58,6 +58,7 @@ type Runner struct {
 	client    *containerd.Client
 	address   string
 	namespace string
+	stateDir  string
 	runsDir   string
 	cgroups   cgroups.Mode
 	nofile    uint64
@@ -83,6 +84,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		client:    client,
 		address:   address,
 		namespace: o.Namespace,
+		stateDir:  o.Daemon.State,
 		runsDir:   filepath.Join(o.Daemon.State, "runs"),
 		cgroups:   cgroups.DetectMode(),
 		nofile:    nofileLimit(),
@@ -180,8 +182,8 @@ func (r *Runner) plan(req Request) (plan, error) {
 	case req.OutputLimit < 0:
 		return p, invalid("--output-limit must not be negative")
 	}
-	if req.Runtime != "runc" {
-		return p, invalid(fmt.Sprintf("--runtime %q is not supported yet: use runc", req.Runtime))
+	if req.Runtime != "runc" && req.Runtime != "runsc" {
+		return p, invalid(fmt.Sprintf("--runtime %q: use runc or runsc", req.Runtime))
 	}
 	if req.Network != "none" {
 		return p, invalid(fmt.Sprintf("--network %q is not supported: sandboxes have no network (none)", req.Network))
@@ -294,13 +296,24 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	if err := os.WriteFile(filepath.Join(runDir, "owner"), []byte(r.owner), 0o600); err != nil {
 		return res, fmt.Errorf("writing run owner: %w", err)
 	}
+	limits := p.limits
+	var extra []oci.SpecOpts
+	if p.req.Runtime == "runsc" {
+		// gVisor's own threads (Sentry, gofer, ptrace stubs) live in the
+		// sandbox's cgroup: the host pids limit leaves room for them, and
+		// the program's own cap is RLIMIT_NPROC, which gVisor counts per
+		// sandbox (its kernel is the sandbox's alone).
+		limits.Pids += runscPidsOverhead
+		extra = append(extra, oci.WithRlimit("RLIMIT_NPROC", uint64(p.req.Pids)))
+	}
 	opts := []oci.SpecOpts{
 		oci.WithHardenedBase,
 		oci.WithProcess(p.args, buildEnv(rootfs.Config.Env, p.env, p.req.Env), oci.Workspace),
 		oci.WithUser(p.req.UID, p.req.GID),
-		oci.WithLimits(p.limits),
+		oci.WithLimits(limits),
 		oci.WithCgroupsPath(cgroupsPath(r.namespace, id)),
 	}
+	opts = append(opts, extra...)
 	if p.req.Seccomp != nil {
 		opts = append(opts, oci.WithSeccomp(p.req.Seccomp))
 	} else {
@@ -334,10 +347,14 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	// Creation is not interrupted half-way: a cancelled RPC could leave an
 	// object we do not know about. Cancellation is honoured between steps
 	// and while the program runs.
+	shim, shimOpts, err := r.runtime(p.req.Runtime)
+	if err != nil {
+		return res, err
+	}
 	opCtx := context.WithoutCancel(ctx)
 	container, err := r.client.NewContainer(opCtx, id,
 		containerd.WithSpec(spec),
-		containerd.WithRuntime(runcShim, nil),
+		containerd.WithRuntime(shim, shimOpts),
 		containerd.WithContainerLabels(map[string]string{LabelSandbox: "true", LabelOwner: r.owner}),
 		withRootfs(rootfs),
 	)
@@ -434,8 +451,9 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	res.CPUTimeMs = float64(stats.CPUTimeNs/1000) / 1000
 
 	// Delete waits for the output to be copied out, then removes the task.
+	// The process has exited: no kill first (runsc would say it cannot).
 	dctx, cancel := context.WithTimeout(opCtx, cleanupTimeout)
-	_, err = task.Delete(dctx, containerd.WithProcessKill)
+	_, err = task.Delete(dctx)
 	cancel()
 	if err != nil && !errdefs.IsNotFound(err) {
 		return res, fmt.Errorf("deleting task: %w", err)
@@ -503,7 +521,18 @@ func execFailure(res Result, err error) (Result, error) {
 func destroy(ctx context.Context, c containerd.Container) error {
 	var errs []error
 	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		if _, err := task.Delete(ctx); errdefs.IsFailedPrecondition(err) {
+			// Still running: kill everything in it, wait, delete.
+			if statusC, werr := task.Wait(ctx); werr == nil {
+				_ = task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll)
+				select {
+				case <-statusC:
+				case <-ctx.Done():
+				}
+			}
+			_, err = task.Delete(ctx)
+		}
+		if err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting task: %w", err))
 		}
 	} else if !errdefs.IsNotFound(err) {
