@@ -279,3 +279,5 @@ func processesMatching(s string) []string {
 	}
 	return out
 }
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

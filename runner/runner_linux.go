@@ -303,7 +303,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 		// sandbox's cgroup: the host pids limit leaves room for them, and
 		// the program's own cap is RLIMIT_NPROC, which gVisor counts per
 		// sandbox (its kernel is the sandbox's alone).
-		limits.Pids += runscPidsOverhead
+		limits.Pids = 2*limits.Pids + runscPidsOverhead
 		extra = append(extra, oci.WithRlimit("RLIMIT_NPROC", uint64(p.req.Pids)))
 	}
 	opts := []oci.SpecOpts{

@@ -19,8 +19,10 @@ import (
 var RunscFlags = []string{"--platform=ptrace", "--network=none", "--oci-seccomp"}
 
 // runscPidsOverhead is room for gVisor's own host threads in the sandbox's
-// pids cgroup (measured: about 40 for a python sandbox on ptrace).
-const runscPidsOverhead = 128
+// pids cgroup, on top of two host tasks per sandboxed one (on the ptrace
+// platform each sandboxed thread has a host stub). Too little room kills the
+// whole sandbox instead of failing the program's fork.
+const runscPidsOverhead = 256
 
 // runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls

@@ -287,37 +287,71 @@ var Allowed = []string{
 	"writev",
 }
 
-// Refused lists syscalls that Docker's default profile allows (some only on
-// newer kernels) and boxer refuses, each with its reason. Tests assert none
-// is allowed.
-var Refused = []string{
-	"adjtimex",          // clock tuning: no use in a sandbox, and a kernel surface
-	"clock_adjtime",     // same
-	"clone3",            // arguments live in memory seccomp cannot read; answered ENOSYS so libc falls back to clone
-	"fanotify_mark",     // filesystem-wide monitoring
-	"io_cancel",         // legacy AIO: old attack surface, not needed by interpreters
-	"io_destroy",        // legacy AIO
-	"io_getevents",      // legacy AIO
-	"io_pgetevents",     // legacy AIO
-	"io_setup",          // legacy AIO
-	"io_submit",         // legacy AIO
-	"ioprio_get",        // I/O scheduling of other processes
-	"ioprio_set",        // same
-	"listmount",         // mount enumeration (kernel v6.8)
-	"memfd_secret",      // secret memory hides pages from the host's view
-	"mseal",             // not needed
-	"name_to_handle_at", // pairs with open_by_handle_at, the "shocker" escape
-	"pkey_alloc",        // memory protection keys: not needed
-	"pkey_free",         // same
-	"pkey_mprotect",     // same
-	"process_mrelease",  // reaping other processes' memory
-	"process_vm_readv",  // reading another process's memory
-	"process_vm_writev", // writing another process's memory
-	"ptrace",            // tracing: the classic seccomp bypass on old kernels
-	"remap_file_pages",  // deprecated, had CVEs
-	"statmount",         // mount enumeration (kernel v6.8)
-	"uretprobe",         // uprobes trampoline
-	"vmsplice",          // had privilege escalation CVEs (CVE-2008-0600); pipes work without it
+// Refusal is a syscall that Docker's default profile allows and boxer
+// refuses, with the reason.
+type Refusal struct {
+	Name string
+	Why  string
+}
+
+// Refused lists what Docker's default profile allows (on x86-64 and arm64,
+// some only on newer kernels) and boxer refuses. Allowed, Refused and
+// Compat together are exactly Docker's allowlist: TestDockerPartition pins it.
+var Refused = []Refusal{
+	{"adjtimex", "clock tuning: no use in a sandbox, and a kernel surface"},
+	{"clock_adjtime", "same"},
+	{"epoll_ctl_old", "never implemented by Linux; reserved"},
+	{"epoll_wait_old", "never implemented by Linux; reserved"},
+	{"fanotify_mark", "filesystem-wide monitoring"},
+	{"get_thread_area", "32-bit TLS; 64-bit programs use arch_prctl"},
+	{"getxattrat", "kernel v6.13; nothing here needs it yet"},
+	{"io_cancel", "legacy AIO: old attack surface, not needed by interpreters"},
+	{"io_destroy", "legacy AIO"},
+	{"io_getevents", "legacy AIO"},
+	{"io_pgetevents", "legacy AIO"},
+	{"io_setup", "legacy AIO"},
+	{"io_submit", "legacy AIO"},
+	{"ioprio_get", "I/O scheduling of other processes"},
+	{"ioprio_set", "same"},
+	{"listmount", "mount enumeration (kernel v6.8)"},
+	{"listxattrat", "kernel v6.13; nothing here needs it yet"},
+	{"map_shadow_stack", "kernel v6.6, CET shadow stacks; Debian 12's glibc does not use it"},
+	{"memfd_secret", "secret memory hides pages from the host's view"},
+	{"mseal", "not needed"},
+	{"name_to_handle_at", "pairs with open_by_handle_at, the 'shocker' escape"},
+	{"pkey_alloc", "memory protection keys: not needed"},
+	{"pkey_free", "same"},
+	{"pkey_mprotect", "same"},
+	{"process_mrelease", "reaping other processes' memory"},
+	{"process_vm_readv", "reading another process's memory"},
+	{"process_vm_writev", "writing another process's memory"},
+	{"ptrace", "tracing: the classic seccomp bypass on old kernels"},
+	{"remap_file_pages", "deprecated, had CVEs"},
+	{"removexattrat", "kernel v6.13; nothing here needs it yet"},
+	{"set_thread_area", "32-bit TLS; 64-bit programs use arch_prctl"},
+	{"setxattrat", "kernel v6.13; nothing here needs it yet"},
+	{"statmount", "mount enumeration (kernel v6.8)"},
+	{"uretprobe", "uprobes trampoline"},
+	{"vmsplice", "had privilege escalation CVEs (CVE-2008-0600); pipes work without it"},
+}
+
+// Compat lists names in Docker's allowlist that are not syscalls of the
+// native x86-64 or arm64 tables boxer allows (32-bit compat entries, time64
+// variants, other architectures): there is nothing to allow or refuse.
+var Compat = []string{
+	"_llseek", "_newselect", "chown32", "clock_adjtime64", "clock_getres_time64",
+	"clock_gettime64", "clock_nanosleep_time64", "fadvise64_64", "fchown32",
+	"fcntl64", "fstat64", "fstatat64", "fstatfs64", "ftruncate64", "futex_time64",
+	"getegid32", "geteuid32", "getgid32", "getgroups32", "getresgid32",
+	"getresuid32", "getuid32", "io_pgetevents_time64", "ipc", "lchown32",
+	"lstat64", "mmap2", "mq_timedreceive_time64", "mq_timedsend_time64",
+	"ppoll_time64", "pselect6_time64", "recv", "recvmmsg_time64", "riscv_hwprobe",
+	"rt_sigtimedwait_time64", "sched_rr_get_interval_time64", "semtimedop_time64",
+	"send", "sendfile64", "setfsgid32", "setfsuid32", "setgid32", "setgroups32",
+	"setregid32", "setresgid32", "setresuid32", "setreuid32", "setuid32",
+	"sigprocmask", "sigreturn", "socketcall", "stat64", "statfs64",
+	"timer_gettime64", "timer_settime64", "timerfd_gettime64", "timerfd_settime64",
+	"truncate64", "ugetrlimit", "utimensat_time64", "waitpid",
 }
 
 // Denied lists syscalls that must never be allowed in any boxer profile: the

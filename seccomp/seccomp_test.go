@@ -45,7 +45,7 @@ func TestDefaultDeny(t *testing.T) {
 	for _, r := range p.Syscalls {
 		if r.Action == specs.ActAllow && len(r.Args) == 0 {
 			for _, n := range r.Names {
-				if slices.Contains(Denied, n) || slices.Contains(Refused, n) {
+				if slices.Contains(Denied, n) || slices.ContainsFunc(Refused, func(r Refusal) bool { return r.Name == n }) {
 					t.Errorf("%s is allowed unconditionally but must be refused", n)
 				}
 			}
@@ -118,5 +118,101 @@ func TestLoadRefusesEmpty(t *testing.T) {
 	}
 	if _, err := Load(f); err == nil {
 		t.Error("an empty profile was accepted")
+	}
+}
+
+// dockerAllowed is the unconditional allowlist of Docker's default seccomp
+// profile (moby/profiles, 2026), plus ptrace and process_vm_readv/writev,
+// which Docker allows on kernels from 4.8. Names only: the reference boxer's
+// profile is compared with.
+var dockerAllowed = strings.Fields(`
+accept accept4 access adjtimex alarm bind brk cachestat capget capset chdir
+chmod chown chown32 clock_adjtime clock_adjtime64 clock_getres
+clock_getres_time64 clock_gettime clock_gettime64 clock_nanosleep
+clock_nanosleep_time64 close close_range connect copy_file_range creat dup
+dup2 dup3 epoll_create epoll_create1 epoll_ctl epoll_ctl_old epoll_pwait
+epoll_pwait2 epoll_wait epoll_wait_old eventfd eventfd2 execve execveat
+exit exit_group faccessat faccessat2 fadvise64 fadvise64_64 fallocate
+fanotify_mark fchdir fchmod fchmodat fchmodat2 fchown fchown32 fchownat
+fcntl fcntl64 fdatasync fgetxattr flistxattr flock fork fremovexattr
+fsetxattr fstat fstat64 fstatat64 fstatfs fstatfs64 fsync ftruncate
+ftruncate64 futex futex_requeue futex_time64 futex_wait futex_waitv
+futex_wake futimesat getcpu getcwd getdents getdents64 getegid getegid32
+geteuid geteuid32 getgid getgid32 getgroups getgroups32 getitimer
+getpeername getpgid getpgrp getpid getppid getpriority getrandom getresgid
+getresgid32 getresuid getresuid32 getrlimit get_robust_list getrusage
+getsid getsockname getsockopt get_thread_area gettid gettimeofday getuid
+getuid32 getxattr getxattrat inotify_add_watch inotify_init inotify_init1
+inotify_rm_watch io_cancel ioctl io_destroy io_getevents io_pgetevents
+io_pgetevents_time64 ioprio_get ioprio_set io_setup io_submit ipc kill
+landlock_add_rule landlock_create_ruleset landlock_restrict_self lchown
+lchown32 lgetxattr link linkat listen listmount listxattr listxattrat
+llistxattr _llseek lremovexattr lseek lsetxattr lstat lstat64 madvise
+map_shadow_stack membarrier memfd_create memfd_secret mincore mkdir mkdirat
+mknod mknodat mlock mlock2 mlockall mmap mmap2 mprotect mq_getsetattr
+mq_notify mq_open mq_timedreceive mq_timedreceive_time64 mq_timedsend
+mq_timedsend_time64 mq_unlink mremap mseal msgctl msgget msgrcv msgsnd
+msync munlock munlockall munmap name_to_handle_at nanosleep newfstatat
+_newselect open openat openat2 pause pidfd_open pidfd_send_signal pipe
+pipe2 pkey_alloc pkey_free pkey_mprotect poll ppoll ppoll_time64 prctl
+pread64 preadv preadv2 prlimit64 process_mrelease pselect6 pselect6_time64
+pwrite64 pwritev pwritev2 read readahead readlink readlinkat readv recv
+recvfrom recvmmsg recvmmsg_time64 recvmsg remap_file_pages removexattr
+removexattrat rename renameat renameat2 restart_syscall riscv_hwprobe rmdir
+rseq rt_sigaction rt_sigpending rt_sigprocmask rt_sigqueueinfo rt_sigreturn
+rt_sigsuspend rt_sigtimedwait rt_sigtimedwait_time64 rt_tgsigqueueinfo
+sched_getaffinity sched_getattr sched_getparam sched_get_priority_max
+sched_get_priority_min sched_getscheduler sched_rr_get_interval
+sched_rr_get_interval_time64 sched_setaffinity sched_setattr sched_setparam
+sched_setscheduler sched_yield seccomp select semctl semget semop
+semtimedop semtimedop_time64 send sendfile sendfile64 sendmmsg sendmsg
+sendto setfsgid setfsgid32 setfsuid setfsuid32 setgid setgid32 setgroups
+setgroups32 setitimer setpgid setpriority setregid setregid32 setresgid
+setresgid32 setresuid setresuid32 setreuid setreuid32 setrlimit
+set_robust_list setsid setsockopt set_thread_area set_tid_address setuid
+setuid32 setxattr setxattrat shmat shmctl shmdt shmget shutdown sigaltstack
+signalfd signalfd4 sigprocmask sigreturn socketcall socketpair splice stat
+stat64 statfs statfs64 statmount statx symlink symlinkat sync
+sync_file_range syncfs sysinfo tee tgkill time timer_create timer_delete
+timer_getoverrun timer_gettime timer_gettime64 timer_settime
+timer_settime64 timerfd_create timerfd_gettime timerfd_gettime64
+timerfd_settime timerfd_settime64 times tkill truncate truncate64
+ugetrlimit umask uname unlink unlinkat uretprobe utime utimensat
+utimensat_time64 utimes vfork vmsplice wait4 waitid waitpid write writev
+process_vm_readv process_vm_writev ptrace
+`)
+
+// TestDockerPartition checks that Allowed, Refused and Compat are exactly
+// Docker's allowlist, each name in one of them: boxer allows nothing Docker
+// does not, and every difference is written down with its reason.
+func TestDockerPartition(t *testing.T) {
+	seen := map[string]string{}
+	add := func(list string, names ...string) {
+		for _, n := range names {
+			if prev, ok := seen[n]; ok {
+				t.Errorf("%s is in both %s and %s", n, prev, list)
+			}
+			seen[n] = list
+		}
+	}
+	add("Allowed", Allowed...)
+	for _, r := range Refused {
+		if r.Why == "" {
+			t.Errorf("%s is refused without a reason", r.Name)
+		}
+		add("Refused", r.Name)
+	}
+	add("Compat", Compat...)
+	docker := map[string]bool{}
+	for _, n := range dockerAllowed {
+		docker[n] = true
+		if seen[n] == "" {
+			t.Errorf("Docker allows %s: put it in Allowed, Refused (with why) or Compat", n)
+		}
+	}
+	for n, list := range seen {
+		if !docker[n] {
+			t.Errorf("%s (in %s) is not in Docker's allowlist", n, list)
+		}
 	}
 }

@@ -1,0 +1,10 @@
+# group: leaks
+# tries: read firmware tables (ACPI, DMI)
+# expect: empty
+import os
+p = "/sys/firmware"
+try:
+    data = os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(4096)
+    print("RESULT", "empty" if not data else "LEAK %d" % len(data))
+except OSError:
+    print("RESULT", "empty")

@@ -1,0 +1,10 @@
+# group: leaks
+# tries: read the host's scheduler state (all host tasks)
+# expect: empty
+import os
+p = "/proc/sched_debug"
+try:
+    data = os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(4096)
+    print("RESULT", "empty" if not data else "LEAK %d" % len(data))
+except OSError:
+    print("RESULT", "empty")

@@ -1,0 +1,13 @@
+# group: namespaces
+# tries: clone3 (flags seccomp cannot see)
+# expect: ENOSYS
+# expect-runsc: EPERM
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return "OK" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+import struct
+args = ctypes.create_string_buffer(struct.pack("QQQQQQQQQQQ", 0x10000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0))
+print("RESULT", sc(435, args, 88))

@@ -1,0 +1,10 @@
+# group: namespaces
+# tries: clone a child into a new user namespace
+# expect: EPERM
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return "OK" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+print("RESULT", sc(56, 0x10000000 | 17, 0, 0, 0, 0))

@@ -1,0 +1,12 @@
+# group: namespaces
+# tries: setns into a namespace by fd
+# expect: EPERM
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return "OK" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+import os
+fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+print("RESULT", sc(308, fd, 0))

@@ -1,0 +1,10 @@
+# group: syscalls
+# tries: request a key
+# expect: EPERM
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) if isinstance(a, int) else a for a in args])
+    return "OK" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+print("RESULT", sc(249, b'user', b'k', 0, -3))
