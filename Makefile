@@ -6,17 +6,17 @@ LIBEXEC            := /usr/local/lib/boxer/bin
 GO                 ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps test-deps build install demo test test-unit bench vet clean
+.PHONY: all deps test-deps build install demo test test-unit test-security bench vet clean
 
 all: build
 
-# deps installs what boxer needs on a Debian/Ubuntu host, idempotently: runc
-# and debootstrap from apt, and containerd (daemon, runc shim, ctr) built from
+# deps installs what boxer needs on a Debian/Ubuntu host, idempotently: runc,
+# runsc (gVisor) and debootstrap from apt, and containerd (daemon, runc shim, ctr) built from
 # the Go module proxy at the version boxer is tested with.
 deps:
 	@$(GO) version >/dev/null 2>&1 || { echo "Go >= 1.26 is needed (or >= 1.21, which fetches a newer toolchain from the Go module proxy): Debian 12's golang is too old"; exit 1; }
 	@missing=""; \
-	for p in runc debootstrap; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	for p in runc runsc debootstrap; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "==> apt-get install$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -68,6 +68,11 @@ test-unit:
 # containerd that the tests start and stop themselves.
 test: deps test-deps vet
 	$(GO) test -count=1 -timeout 30m ./...
+
+# test-security runs the hostile programs on runc and runsc and checks
+# SECURITY.md against them (make test runs them too).
+test-security: deps vet
+	$(GO) test -count=1 -timeout 30m -run 'TestHostileSuite|TestSecurityTable' ./integration/
 
 bench: deps install
 	boxer setup

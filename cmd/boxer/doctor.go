@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
@@ -40,7 +41,7 @@ func doctorCommand() *cli.Command {
 				case !ch.ok:
 					mark = "warn"
 				}
-				fmt.Printf("%s  %-12s %s\n", mark, ch.name, ch.detail)
+				fmt.Printf("%s  %-14s %s\n", mark, ch.name, ch.detail)
 			}
 			if failed {
 				return &exitError{code: 1}
@@ -77,7 +78,14 @@ func doctor(c *cli.Context) []check {
 	}
 	out = append(out, ctrd)
 	out = append(out, binaryCheck("runc", true, "runc", "--version", "apt-get install runc"))
-	out = append(out, binaryCheck("runsc", false, "runsc", "--version", "optional (gVisor): apt-get install runsc"))
+	rs := binaryCheck("runsc", false, "runsc", "--version", "optional (gVisor): apt-get install runsc")
+	out = append(out, rs)
+	if rs.ok {
+		for _, platform := range []string{"ptrace", "kvm"} {
+			out = append(out, runscPlatformCheck(platform))
+		}
+		out = append(out, check{name: "runsc seccomp", ok: true, detail: "boxer's profile applied inside gVisor (--oci-seccomp), on top of gVisor's own host filter"})
+	}
 	out = append(out, binaryCheck("debootstrap", true, "debootstrap", "--version", "apt-get install debootstrap (needed by 'boxer setup' and 'boxer image build')"))
 
 	sock := check{name: "socket", required: false}
@@ -163,4 +171,50 @@ func versionOf(bin, flag string) string {
 	}
 	line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
 	return string(line)
+}
+
+// runscPlatformCheck runs 'runsc --platform=P do true' with a deadline: the
+// KVM platform hangs on some hosts, and doctor must not.
+func runscPlatformCheck(platform string) check {
+	ch := check{name: "runsc " + platform}
+	bin, err := exec.LookPath("runsc")
+	if err != nil {
+		ch.detail = "runsc not found"
+		return ch
+	}
+	if platform == "kvm" {
+		if _, err := os.Stat("/dev/kvm"); err != nil {
+			ch.detail = "no /dev/kvm (not used by boxer)"
+			return ch
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runscProbeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--platform="+platform, "--network=none", "do", "true")
+	// runsc starts a sandbox and a gofer: a hung probe ends with all of them.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	switch {
+	case ctx.Err() != nil:
+		ch.detail = fmt.Sprintf("hangs: gave up after %s (boxer uses ptrace)", runscProbeTimeout)
+	case err != nil:
+		ch.detail = "fails: " + oneLine(lastLine(out))
+	default:
+		ch.ok, ch.detail = true, fmt.Sprintf("works ('runsc do true' in %.0f ms)", float64(time.Since(start).Microseconds())/1000)
+		if platform == "ptrace" {
+			ch.detail += ", used by boxer"
+		}
+	}
+	return ch
+}
+
+// runscProbeTimeout bounds one platform probe.
+const runscProbeTimeout = 10 * time.Second
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
 }
