@@ -495,23 +495,31 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 // execFailure turns a runtime's failure to start the program into docker's
 // 126 (cannot execute) or 127 (not found); other failures are boxer's (125).
 func execFailure(res Result, err error) (Result, error) {
-	// runc reports these only as text through containerd's gRPC: there is
-	// no typed error to test, so match the exec error as docker does.
+	// runc and runsc report these only as text through containerd's gRPC:
+	// there is no typed error to test, so match their exec errors, as docker
+	// does. runc: `exec: "x": executable file not found in $PATH`; runsc:
+	// `error finding executable "x" in PATH [...]` and `failed to load /x: ...`.
 	msg := err.Error()
-	if i := strings.Index(msg, "exec: "); i >= 0 || strings.Contains(msg, "exec format error") {
-		detail := msg
-		if i >= 0 {
-			detail = msg[i:]
+	i := -1
+	for _, marker := range []string{"exec: ", "error finding executable ", "failed to load "} {
+		if i = strings.Index(msg, marker); i >= 0 {
+			break
 		}
-		detail = strings.TrimSuffix(detail, ": unknown")
-		switch {
-		case strings.Contains(msg, "not found") || strings.Contains(msg, "no such file or directory"):
-			res.ExitCode, res.Error = ExitNotFound, detail
-			return res, nil
-		case strings.Contains(msg, "permission denied") || strings.Contains(msg, "exec format error") || strings.Contains(msg, "is a directory"):
-			res.ExitCode, res.Error = ExitCannotExec, detail
-			return res, nil
-		}
+	}
+	if i < 0 && !strings.Contains(msg, "exec format error") {
+		return res, fmt.Errorf("starting sandbox: %w", err)
+	}
+	detail := msg
+	if i >= 0 {
+		detail = strings.TrimSuffix(msg[i:], ": unknown")
+	}
+	switch {
+	case strings.Contains(msg, "not found") || strings.Contains(msg, "no such file or directory"):
+		res.ExitCode, res.Error = ExitNotFound, detail
+		return res, nil
+	case strings.Contains(msg, "permission denied") || strings.Contains(msg, "exec format error") || strings.Contains(msg, "is a directory"):
+		res.ExitCode, res.Error = ExitCannotExec, detail
+		return res, nil
 	}
 	return res, fmt.Errorf("starting sandbox: %w", err)
 }
