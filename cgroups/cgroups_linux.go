@@ -170,3 +170,86 @@ func appendErr(errs []error, err error) []error {
 	}
 	return errs
 }
+
+// ReadLimits reads the limits the cgroup at path enforces. A file that is
+// missing means its controller is not enabled there: an error, since boxer
+// never runs a sandbox its limits do not hold.
+func ReadLimits(m Mode, path string) (Limits, error) {
+	return readLimitsAt(m, Root, path)
+}
+
+func readLimitsAt(m Mode, root, path string) (Limits, error) {
+	var l Limits
+	single := func(file string) (uint64, error) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return 0, fmt.Errorf("cannot read %s: %w", file, err)
+		}
+		return parseSingle(data, file)
+	}
+	var err error
+	switch m {
+	case Unified:
+		dir := filepath.Join(root, path)
+		if l.MemoryBytes, err = single(filepath.Join(dir, "memory.max")); err != nil {
+			return l, err
+		}
+		if l.SwapBytes, err = single(filepath.Join(dir, "memory.swap.max")); errors.Is(err, fs.ErrNotExist) {
+			// No swap accounting: the kernel was built without swap, so
+			// there is none to limit.
+			l.SwapBytes, err = 0, nil
+		} else if err != nil {
+			return l, err
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "cpu.max"))
+		if err != nil {
+			return l, fmt.Errorf("cannot read cpu.max: %w", err)
+		}
+		if l.CPUQuotaUs, l.CPUPeriodUs, err = parseCPUMax(data); err != nil {
+			return l, err
+		}
+		l.Pids, err = single(filepath.Join(dir, "pids.max"))
+		return l, err
+	case Legacy, Hybrid:
+		mem := filepath.Join(root, "memory", path)
+		if l.MemoryBytes, err = single(filepath.Join(mem, "memory.limit_in_bytes")); err != nil {
+			return l, err
+		}
+		memsw, err := single(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Swap accounting is off (swapaccount=0): only a host without
+			// swap keeps the no-swap promise.
+			if hostHasSwap() {
+				return l, errors.New("swap accounting is off (memory.memsw.* missing) and the host has swap: boot with swapaccount=1")
+			}
+		case err != nil:
+			return l, err
+		case memsw >= l.MemoryBytes:
+			l.SwapBytes = memsw - l.MemoryBytes
+		}
+		quota, err := single(filepath.Join(root, "cpu", path, "cpu.cfs_quota_us"))
+		if err != nil {
+			// cfs_quota_us is -1 without a quota: parse it signed.
+			data, rerr := os.ReadFile(filepath.Join(root, "cpu", path, "cpu.cfs_quota_us"))
+			if rerr != nil || strings.TrimSpace(string(data)) != "-1" {
+				return l, err
+			}
+			l.CPUQuotaUs = -1
+		} else {
+			l.CPUQuotaUs = int64(quota)
+		}
+		if l.CPUPeriodUs, err = single(filepath.Join(root, "cpu", path, "cpu.cfs_period_us")); err != nil {
+			return l, err
+		}
+		l.Pids, err = single(filepath.Join(root, "pids", path, "pids.max"))
+		return l, err
+	}
+	return l, errors.New("no cgroup filesystem")
+}
+
+// hostHasSwap reports whether any swap is configured, from /proc/swaps.
+func hostHasSwap() bool {
+	data, err := os.ReadFile("/proc/swaps")
+	return err == nil && strings.Count(strings.TrimSpace(string(data)), "\n") > 0
+}

@@ -122,3 +122,60 @@ func copyFixtures(t *testing.T, from, to string) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestReadLimitsV2(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "boxer", "ns", "bx-1")
+	copyFixtures(t, "testdata/v2", dir)
+	want := Limits{MemoryBytes: 64 << 20, SwapBytes: 0, CPUQuotaUs: 50000, CPUPeriodUs: 100000, Pids: 64}
+	got, err := readLimitsAt(Unified, root, "/boxer/ns/bx-1")
+	if err != nil || got != want {
+		t.Fatalf("limits = %+v, %v, want %+v", got, err, want)
+	}
+	if err := Verify(got, want); err != nil {
+		t.Errorf("Verify: %v", err)
+	}
+	// A cgroup where a limit did not take: each must be refused by name.
+	tests := []struct {
+		file, content, want string
+	}{
+		{"memory.max", "max\n", "memory limit is unlimited"},
+		{"memory.swap.max", "max\n", "swap limit is unlimited"},
+		{"cpu.max", "max 100000\n", "CPU quota is -1/100000"},
+		{"pids.max", "max\n", "pids limit is unlimited"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "cg")
+			copyFixtures(t, "testdata/v2", d)
+			if err := os.WriteFile(filepath.Join(d, tc.file), []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readLimitsAt(Unified, filepath.Dir(d), "/cg")
+			if err == nil {
+				err = Verify(got, want)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// A controller not enabled for the subtree: its files are missing.
+	d := filepath.Join(t.TempDir(), "cg")
+	copyFixtures(t, "testdata/v2", d)
+	if err := os.Remove(filepath.Join(d, "pids.max")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLimitsAt(Unified, filepath.Dir(d), "/cg"); err == nil {
+		t.Error("missing pids.max accepted")
+	}
+}
+
+func TestVerifyRoundsMemoryToPages(t *testing.T) {
+	want := Limits{MemoryBytes: 100000000, CPUQuotaUs: 1, CPUPeriodUs: 1, Pids: 1}
+	got := want
+	got.MemoryBytes = 99999744 // what the kernel stores: whole pages
+	if err := Verify(got, want); err != nil {
+		t.Error(err)
+	}
+}

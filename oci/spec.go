@@ -154,6 +154,11 @@ type Limits struct {
 // cpuPeriod is the CFS period in microseconds, the kernel's default.
 const cpuPeriod = 100000
 
+// CPUQuota is the CFS quota and period, in microseconds, for l.CPUs cores.
+func (l Limits) CPUQuota() (int64, uint64) {
+	return int64(l.CPUs * cpuPeriod), cpuPeriod
+}
+
 // WithLimits sets the cgroup memory, swap, CPU and pids limits, the tmpfs
 // sizes of /tmp and /workspace and RLIMIT_NOFILE.
 func WithLimits(l Limits) SpecOpts {
@@ -166,8 +171,7 @@ func WithLimits(l Limits) SpecOpts {
 		swap := l.MemoryBytes
 		swappiness := uint64(0)
 		r.Memory = &specs.LinuxMemory{Limit: &l.MemoryBytes, Swap: &swap, Swappiness: &swappiness}
-		quota := int64(l.CPUs * cpuPeriod)
-		period := uint64(cpuPeriod)
+		quota, period := l.CPUQuota()
 		r.CPU = &specs.LinuxCPU{Quota: &quota, Period: &period}
 		r.Pids = &specs.LinuxPids{Limit: &l.Pids}
 		size := "size=" + strconv.FormatInt(l.TmpBytes, 10)

@@ -389,6 +389,11 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	}
 	waitCtx, stopWait := context.WithCancel(opCtx)
 	defer stopWait()
+	// The runtime has set the cgroup up: check that the kernel enforces
+	// what was asked before anything runs. Never run unlimited silently.
+	if err := r.verifyLimits(id, limits); err != nil {
+		return res, err
+	}
 	statusC, err := task.Wait(opCtx)
 	if err != nil {
 		return res, fmt.Errorf("waiting on task: %w", err)
@@ -490,6 +495,19 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 		res.Status = StatusOOM
 	}
 	return res, copyErr
+}
+
+func (r *Runner) verifyLimits(id string, l oci.Limits) error {
+	quota, period := l.CPUQuota()
+	want := cgroups.Limits{MemoryBytes: uint64(l.MemoryBytes), CPUQuotaUs: quota, CPUPeriodUs: period, Pids: uint64(l.Pids)}
+	got, err := cgroups.ReadLimits(r.cgroups, cgroupsPath(r.namespace, id))
+	if err == nil {
+		err = cgroups.Verify(got, want)
+	}
+	if err != nil {
+		return fmt.Errorf("this host's cgroups do not enforce the sandbox's limits (%v): run 'boxer doctor'", err)
+	}
+	return nil
 }
 
 // execFailure turns a runtime's failure to start the program into docker's
