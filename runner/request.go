@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/boxer-dev/boxer/snapshots"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -56,6 +57,9 @@ type Request struct {
 	Stdin io.Reader `json:"-"`
 	// CopyIn is a host directory copied into /workspace before the run.
 	CopyIn string
+	// Files are written into /workspace before the run (path relative to
+	// /workspace to content), as the server's "files" field asks.
+	Files map[string][]byte `json:"-"`
 	// CopyOut is a host directory /workspace is copied to after the run
 	// (also after a timeout or an OOM kill).
 	CopyOut string
@@ -129,6 +133,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 
 // ErrInvalid marks a request boxer refuses before touching containerd.
 var ErrInvalid = errors.New("invalid request")
+
+// ErrImageNotFound is in the error when the image to run is not there.
+var ErrImageNotFound = snapshots.ErrImageNotFound
 
 // ErrInterrupted is returned when the caller's context ended the run.
 var ErrInterrupted = errors.New("interrupted")

@@ -203,6 +203,16 @@ func (r *Runner) plan(req Request) (plan, error) {
 			return p, invalid(fmt.Sprintf("--copy-in %s: not a directory", req.CopyIn))
 		}
 	}
+	var filesSize int64
+	for name, data := range req.Files {
+		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
+			return p, invalid(fmt.Sprintf("files: %q must be a relative path inside /workspace", name))
+		}
+		filesSize += int64(len(data))
+	}
+	if filesSize > req.TmpBytes {
+		return p, invalid(fmt.Sprintf("files: %d bytes do not fit in the workspace (%d): raise tmp_size", filesSize, req.TmpBytes))
+	}
 	if req.Lang != "" {
 		preset, ok := Presets[req.Lang]
 		if !ok {
@@ -273,9 +283,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	rootfs, err := snapshots.Resolve(ctx, r.client, p.image)
 	if errors.Is(err, snapshots.ErrImageNotFound) {
 		if req.Lang != "" && req.Image == "" {
-			return res, fmt.Errorf("image %s not found: run 'boxer setup --lang %s'", p.image, req.Lang)
+			return res, &imageError{fmt.Sprintf("image %s not found: run 'boxer setup --lang %s'", p.image, req.Lang)}
 		}
-		return res, fmt.Errorf("image %s not found: build it with 'boxer image build' or see 'boxer image ls'", p.image)
+		return res, &imageError{fmt.Sprintf("image %s not found: build it with 'boxer image build' or see 'boxer image ls'", p.image)}
 	} else if err != nil {
 		return res, err
 	}
@@ -327,7 +337,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 		opts = append(opts, oci.WithReadonlyBind(codeDir, oci.CodeDir))
 	}
 	workspace := ""
-	if p.req.CopyIn != "" || p.req.CopyOut != "" {
+	if p.req.CopyIn != "" || p.req.CopyOut != "" || len(p.req.Files) > 0 {
 		workspace = filepath.Join(runDir, "workspace")
 		if err := mountWorkspace(workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
 			return res, err
@@ -336,6 +346,9 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 			if err := copyIn(p.req.CopyIn, workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
 				return res, err
 			}
+		}
+		if err := writeFiles(workspace, p.req.Files, p.req.UID, p.req.GID); err != nil {
+			return res, err
 		}
 		opts = append(opts, oci.WithWorkspaceBind(workspace))
 	}
@@ -654,4 +667,36 @@ func ownerAlive(owner string) bool {
 		return false
 	}
 	return processStart(pid) == start && start != ""
+}
+
+// imageError says which image is missing and what to run; errors.Is finds
+// ErrImageNotFound in it.
+type imageError struct{ msg string }
+
+func (e *imageError) Error() string { return e.msg }
+func (e *imageError) Unwrap() error { return ErrImageNotFound }
+
+// Health says whether containerd answers and which presets' images are there.
+type Health struct {
+	OK         bool            `json:"ok"`
+	Containerd string          `json:"containerd"`
+	Images     map[string]bool `json:"images"`
+}
+
+// Health checks containerd and the presets' images.
+func (r *Runner) Health(ctx context.Context) Health {
+	h := Health{Images: map[string]bool{}}
+	v, err := r.client.Version(ctx)
+	if err != nil {
+		h.Containerd = "unreachable: " + err.Error()
+		return h
+	}
+	h.Containerd = v.Version
+	h.OK = true
+	for _, name := range PresetNames() {
+		_, err := r.client.ImageService().Get(ctx, Presets[name].Image)
+		h.Images[name] = err == nil
+		h.OK = h.OK && err == nil
+	}
+	return h
 }

@@ -126,6 +126,36 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 	})
 }
 
+// writeFiles writes files (relative path to content) into the workspace dst,
+// creating their directories, owned by uid:gid.
+func writeFiles(dst string, files map[string][]byte, uid, gid uint32) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for name, data := range files {
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("files: %s: %v", name, err)
+			}
+			for d := dir; d != "."; d = filepath.Dir(d) {
+				_ = root.Lchown(d, int(uid), int(gid))
+			}
+		}
+		if err := root.WriteFile(name, data, 0o644); err != nil {
+			return fmt.Errorf("files: %s: %v", name, err)
+		}
+		if err := root.Lchown(name, int(uid), int(gid)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/boxer-dev/boxer/runner"
+)
 
 func TestParseSize(t *testing.T) {
 	tests := []struct {
@@ -16,14 +20,14 @@ func TestParseSize(t *testing.T) {
 		{"10k", 10 << 10},
 	}
 	for _, tc := range tests {
-		got, err := parseSize(tc.in)
+		got, err := runner.ParseSize(tc.in)
 		if err != nil || got != tc.want {
-			t.Errorf("parseSize(%q) = %d, %v, want %d", tc.in, got, err, tc.want)
+			t.Errorf("runner.ParseSize(%q) = %d, %v, want %d", tc.in, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"", "lots", "-5m", "1x", "m"} {
-		if _, err := parseSize(bad); err == nil {
-			t.Errorf("parseSize(%q) accepted", bad)
+		if _, err := runner.ParseSize(bad); err == nil {
+			t.Errorf("runner.ParseSize(%q) accepted", bad)
 		}
 	}
 }
@@ -42,9 +46,9 @@ func TestParseUser(t *testing.T) {
 		{"-1:0", 0, 0, false},
 	}
 	for _, tc := range tests {
-		uid, gid, err := parseUser(tc.in)
+		uid, gid, err := runner.ParseUser(tc.in)
 		if (err == nil) != tc.ok || tc.ok && (uid != tc.uid || gid != tc.gid) {
-			t.Errorf("parseUser(%q) = %d:%d, %v", tc.in, uid, gid, err)
+			t.Errorf("runner.ParseUser(%q) = %d:%d, %v", tc.in, uid, gid, err)
 		}
 	}
 }

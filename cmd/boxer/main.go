@@ -86,6 +86,7 @@ func newApp() *cli.App {
 			doctorCommand(),
 			imageCommand(),
 			containerdCommand(),
+			serveCommand(),
 		},
 	}
 }

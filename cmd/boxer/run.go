@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/boxer-dev/boxer/runner"
@@ -158,15 +157,15 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 		flag string
 		dst  *int64
 	}{{"memory", &req.MemoryBytes}, {"tmp-size", &req.TmpBytes}, {"output-limit", &req.OutputLimit}} {
-		if *s.dst, err = parseSize(c.String(s.flag)); err != nil {
+		if *s.dst, err = runner.ParseSize(c.String(s.flag)); err != nil {
 			return req, fmt.Errorf("--%s: %v", s.flag, err)
 		}
 	}
 	if req.MemoryBytes == 0 || req.TmpBytes == 0 || req.OutputLimit == 0 {
 		return req, errors.New("--memory, --tmp-size and --output-limit must be larger than 0")
 	}
-	if req.UID, req.GID, err = parseUser(c.String("user")); err != nil {
-		return req, err
+	if req.UID, req.GID, err = runner.ParseUser(c.String("user")); err != nil {
+		return req, fmt.Errorf("--%v", err)
 	}
 	req.UserSet = true
 	if p := c.String("seccomp-profile"); p != "" {
@@ -216,31 +215,6 @@ func readCode(path string) ([]byte, error) {
 		return nil, fmt.Errorf("-f %s: larger than %d bytes", path, maxCode)
 	}
 	return io.ReadAll(f)
-}
-
-// parseSize reads docker-style sizes: 256m, 1g, 512MiB, 1048576.
-func parseSize(s string) (int64, error) {
-	n, err := units.RAMInBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid size %q: use a number with an optional unit, like 256m, 1g or 512MiB", s)
-	}
-	if n < 0 {
-		return 0, fmt.Errorf("invalid size %q: must not be negative", s)
-	}
-	return n, nil
-}
-
-func parseUser(s string) (uint32, uint32, error) {
-	u, g, ok := strings.Cut(s, ":")
-	if !ok {
-		g = u
-	}
-	uid, err1 := strconv.ParseUint(u, 10, 32)
-	gid, err2 := strconv.ParseUint(g, 10, 32)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("--user %q: want numeric UID:GID, like 65534:65534", s)
-	}
-	return uint32(uid), uint32(gid), nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/boxer-dev/boxer/server"
+	"github.com/urfave/cli/v2"
+)
+
+func serveCommand() *cli.Command {
+	cpus := runtime.NumCPU()
+	return &cli.Command{
+		Name:         "serve",
+		Usage:        "serve POST /v1/runs, /healthz and /metrics over HTTP",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to listen on; a non-loopback address needs --token-file"},
+			&cli.StringFlag{Name: "token-file", Usage: "require 'Authorization: Bearer <token>' with the token in `FILE`"},
+			&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per request to `FILE`"},
+			&cli.IntFlag{Name: "concurrency", Value: cpus, Usage: "sandboxes running at once"},
+			&cli.IntFlag{Name: "queue", Value: 4 * cpus, Usage: "requests waiting for a slot before 429"},
+			&cli.StringFlag{Name: "max-body", Value: "1MiB", Usage: "largest request body (413 beyond)"},
+			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a request may ask"},
+			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a request may ask"},
+			&cli.Float64Flag{Name: "max-cpus", Value: float64(cpus), Usage: "largest cpus a request may ask"},
+			&cli.Int64Flag{Name: "max-pids", Value: 256, Usage: "largest pids a request may ask"},
+			&cli.StringFlag{Name: "max-tmp-size", Value: "512MiB", Usage: "largest tmp_size a request may ask"},
+			&cli.StringFlag{Name: "max-output-limit", Value: "16MiB", Usage: "largest output_limit a request may ask"},
+			&cli.DurationFlag{Name: "shutdown-grace", Value: 30 * time.Second, Usage: "on SIGTERM, how long runs in flight may finish before they are killed"},
+		},
+		Action: serveAction,
+	}
+}
+
+func serveAction(c *cli.Context) error {
+	cfg := server.Config{
+		Concurrency: c.Int("concurrency"),
+		Queue:       c.Int("queue"),
+		Max: server.Maxima{
+			Timeout: c.Duration("max-timeout"),
+			CPUs:    c.Float64("max-cpus"),
+			Pids:    c.Int64("max-pids"),
+		},
+	}
+	if cfg.Concurrency < 1 || cfg.Queue < 0 {
+		return fail("--concurrency must be at least 1 and --queue not negative")
+	}
+	var err error
+	for _, s := range []struct {
+		flag string
+		dst  *int64
+	}{{"max-body", &cfg.MaxBody}, {"max-memory", &cfg.Max.MemoryBytes}, {"max-tmp-size", &cfg.Max.TmpBytes}, {"max-output-limit", &cfg.Max.OutputLimit}} {
+		if *s.dst, err = runner.ParseSize(c.String(s.flag)); err != nil {
+			return fail("--%s: %v", s.flag, err)
+		}
+	}
+	listen := c.String("listen")
+	if p := c.String("token-file"); p != "" {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return fail("--token-file: %v", err)
+		}
+		if cfg.Token = strings.TrimSpace(string(data)); len(cfg.Token) < 16 {
+			return fail("--token-file %s: the token must be at least 16 characters", p)
+		}
+	} else if !loopback(listen) {
+		return fail("refusing to listen on %s without --token-file: anyone who can reach it could run code on this host", listen)
+	}
+	if p := c.String("audit-log"); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fail("--audit-log: %v", err)
+		}
+		defer f.Close()
+		cfg.Audit = f
+	}
+
+	r, err := connect(c, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fail("listening on %s: %v", listen, err)
+	}
+	srv := server.New(r, cfg)
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// A slow body is cut off instead of holding a connection forever.
+		ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute,
+	}
+	if h := r.Health(c.Context); !h.OK {
+		fmt.Fprintf(os.Stderr, "boxer: warning: not every preset's image is there (%v): run 'boxer setup'\n", h.Images)
+	}
+	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fail("serving: %v", err)
+	case <-c.Context.Done():
+	}
+	// SIGTERM or SIGINT: stop accepting, let runs in flight finish within
+	// the grace period, then kill (and clean up) the rest.
+	grace := c.Duration("shutdown-grace")
+	fmt.Fprintf(os.Stderr, "boxer: shutting down: runs in flight have %s to finish\n", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	go func() { _ = hs.Shutdown(ctx) }()
+	srv.Shutdown(ctx)
+	_ = hs.Close()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail("serving: %v", err)
+	}
+	fmt.Fprintln(os.Stderr, "boxer: stopped")
+	return nil
+}
+
+// loopback reports whether addr listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+

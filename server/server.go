@@ -1,0 +1,311 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// OpenAPI is the API's description, served at GET /v1/openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
+
+// Config sets the server's limits on callers.
+type Config struct {
+	// Concurrency is how many sandboxes run at once.
+	Concurrency int
+	// Queue is how many requests may wait for a slot; beyond, 429.
+	Queue int
+	// MaxBody bounds a request body; beyond, 413.
+	MaxBody int64
+	// Token, if set, is required as "Authorization: Bearer <token>".
+	Token string
+	// Audit receives one JSON line per request; may be nil.
+	Audit io.Writer
+	// Max caps the limits a request may ask for.
+	Max Maxima
+}
+
+// Server serves runner.Run over HTTP.
+type Server struct {
+	runner  *runner.Runner
+	cfg     Config
+	slots   chan struct{}
+	waiting atomic.Int64
+	metrics *metrics
+	audit   *auditLog
+	// runs tracks requests in progress, so Shutdown can wait for them.
+	runs sync.WaitGroup
+	// stop ends runs still going when the shutdown grace period is over.
+	stopCtx context.Context
+	stop    context.CancelFunc
+}
+
+// New returns a server running sandboxes on r.
+func New(r *runner.Runner, cfg Config) *Server {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	s := &Server{
+		runner:  r,
+		cfg:     cfg,
+		slots:   make(chan struct{}, cfg.Concurrency),
+		metrics: newMetrics(),
+		audit:   &auditLog{w: cfg.Audit},
+	}
+	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	return s
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/runs", s.handleRun)
+	mux.HandleFunc("GET /healthz", s.handleHealth)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(OpenAPI)
+	})
+	return s.authenticate(mux)
+}
+
+// authenticate requires the bearer token on every request when one is set.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	if s.cfg.Token == "" {
+		return next
+	}
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			s.reject(w, r, http.StatusUnauthorized, &FieldError{Field: "authorization", Message: "a valid 'Authorization: Bearer <token>' header is required"}, nil)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	s.runs.Add(1)
+	defer s.runs.Done()
+	var rr RunRequest
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rr); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.reject(w, r, http.StatusRequestEntityTooLarge, &FieldError{Field: "body", Message: fmt.Sprintf("larger than %d bytes", s.cfg.MaxBody)}, nil)
+			return
+		}
+		s.reject(w, r, http.StatusBadRequest, decodeError(err), nil)
+		return
+	}
+	if dec.More() {
+		s.reject(w, r, http.StatusBadRequest, &FieldError{Field: "body", Message: "one JSON object expected"}, &rr)
+		return
+	}
+	req, err := rr.ToRunner(s.cfg.Max)
+	if err != nil {
+		s.reject(w, r, http.StatusBadRequest, err, &rr)
+		return
+	}
+
+	// Admission: a free slot, else a bounded wait, else 429.
+	arrived := time.Now()
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		if s.waiting.Add(1) > int64(s.cfg.Queue) {
+			s.waiting.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			s.reject(w, r, http.StatusTooManyRequests, &FieldError{Field: "body", Message: "the server is at its concurrency limit and its queue is full: retry later"}, &rr)
+			return
+		}
+		s.metrics.queueDepth.Inc()
+		select {
+		case s.slots <- struct{}{}:
+			s.waiting.Add(-1)
+			s.metrics.queueDepth.Dec()
+		case <-r.Context().Done():
+			s.waiting.Add(-1)
+			s.metrics.queueDepth.Dec()
+			s.audit.write(s.entry(r, &rr, 499, "client went away while queued"))
+			return
+		}
+	}
+	defer func() { <-s.slots }()
+	queued := time.Since(arrived)
+	s.metrics.queueWait.Observe(queued.Seconds())
+
+	// The run ends when the client goes away or the server's grace is over.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.stopCtx, cancel)
+	defer stop()
+
+	s.metrics.inFlight.Inc()
+	start := time.Now()
+	res, err := s.runner.Run(ctx, req)
+	s.metrics.inFlight.Dec()
+	elapsed := time.Since(start)
+	s.metrics.duration.Observe(elapsed.Seconds())
+
+	code := http.StatusOK
+	switch {
+	case err == nil:
+	case errors.Is(err, runner.ErrInterrupted):
+		code = 499 // the client is gone or the server is stopping
+	case errors.Is(err, runner.ErrInvalid):
+		code = http.StatusBadRequest
+	case errors.Is(err, runner.ErrImageNotFound):
+		code = http.StatusBadRequest
+	default:
+		code = http.StatusInternalServerError
+	}
+	lang := rr.Lang
+	if lang == "" {
+		lang = "command"
+	}
+	s.metrics.runs.WithLabelValues(res.Status, lang).Inc()
+	if res.StdoutTruncated {
+		s.metrics.truncations.WithLabelValues("stdout").Inc()
+	}
+	if res.StderrTruncated {
+		s.metrics.truncations.WithLabelValues("stderr").Inc()
+	}
+	e := s.entry(r, &rr, code, res.Error)
+	e.ID, e.Status, e.Image = res.ID, res.Status, res.Image
+	e.ExitCode = &res.ExitCode
+	e.QueueMs, e.RunMs = ms(queued), ms(elapsed)
+	e.StdoutTruncated, e.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
+	s.audit.write(e)
+	if code == 499 {
+		return
+	}
+	writeJSON(w, code, res)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	h := s.runner.Health(ctx)
+	code := http.StatusOK
+	if !h.OK {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, h)
+}
+
+// Shutdown waits for requests in progress until ctx ends, then stops the
+// runs still going (their sandboxes are removed) and waits for them.
+func (s *Server) Shutdown(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		s.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.stop()
+		<-done
+	}
+}
+
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, code int, err error, rr *RunRequest) {
+	s.metrics.rejected.WithLabelValues(strconv.Itoa(code)).Inc()
+	fe, ok := err.(*FieldError)
+	if !ok {
+		fe = &FieldError{Field: "body", Message: err.Error()}
+	}
+	s.audit.write(s.entry(r, rr, code, fe.Error()))
+	writeJSON(w, code, fe)
+}
+
+func (s *Server) entry(r *http.Request, rr *RunRequest, code int, msg string) auditEntry {
+	e := auditEntry{Time: time.Now().UTC(), Caller: caller(r), HTTPStatus: code, Error: msg}
+	if rr != nil {
+		e.Lang = rr.Lang
+		e.Image = rr.Image
+		if rr.Code != "" || len(rr.Command) > 0 {
+			sum := sha256.Sum256([]byte(rr.Code + strings.Join(rr.Command, "\x00")))
+			e.CodeSHA256 = hex.EncodeToString(sum[:])
+		}
+		e.Limits = map[string]string{}
+		for k, v := range map[string]string{"timeout": rr.Timeout, "memory": rr.Memory, "tmp_size": rr.TmpSize, "output_limit": rr.OutputLimit, "runtime": rr.Runtime} {
+			if v != "" {
+				e.Limits[k] = v
+			}
+		}
+		if rr.CPUs != 0 {
+			e.Limits["cpus"] = strconv.FormatFloat(rr.CPUs, 'g', -1, 64)
+		}
+		if rr.Pids != 0 {
+			e.Limits["pids"] = strconv.FormatInt(rr.Pids, 10)
+		}
+	}
+	return e
+}
+
+// caller names who asked: the remote address, and a short hash of the
+// token when one was presented (never the token).
+func caller(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		sum := sha256.Sum256([]byte(auth))
+		return host + " token:" + hex.EncodeToString(sum[:4])
+	}
+	return host
+}
+
+// decodeError names the field a JSON decoding error is about.
+func decodeError(err error) *FieldError {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return &FieldError{Field: typeErr.Field, Message: "wrong type: want " + typeErr.Type.String()}
+	}
+	msg := err.Error()
+	// encoding/json reports unknown fields only as text.
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return &FieldError{Field: strings.Trim(f, `"`), Message: "unknown field"}
+	}
+	if errors.Is(err, io.EOF) {
+		return &FieldError{Field: "body", Message: "empty body: want a JSON object"}
+	}
+	return &FieldError{Field: "body", Message: "not valid JSON: " + msg}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
