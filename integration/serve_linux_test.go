@@ -1,0 +1,338 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// server is a 'boxer serve' process of a test.
+type server struct {
+	url   string
+	cmd   *exec.Cmd
+	audit string
+	log   *bytes.Buffer
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startServer runs boxer serve with flags and waits until /healthz answers;
+// the test's cleanup stops it by PID.
+func startServer(t *testing.T, flags ...string) *server {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s := &server{url: "http://" + addr, audit: filepath.Join(t.TempDir(), "audit.jsonl"), log: &bytes.Buffer{}}
+	args := append([]string{"--namespace", namespace, "serve", "--listen", addr, "--audit-log", s.audit}, flags...)
+	s.cmd = exec.Command(boxerBin, args...)
+	s.cmd.Env = testEnv
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	must(t, s.cmd.Start())
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			_ = s.cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(s.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not answer: %s", s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) post(t *testing.T, body string, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.url+"/v1/runs", strings.NewReader(body))
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, data
+}
+
+func (s *server) auditLines(t *testing.T) []map[string]any {
+	t.Helper()
+	f, err := os.Open(s.audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("audit line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestServeRunsAndRejects(t *testing.T) {
+	s := startServer(t, "--max-memory", "512m", "--max-body", "64KiB")
+	code, _, body := s.post(t, `{"lang":"python","code":"import sys\nprint(open('data/in.txt').read(), sys.stdin.read())","files":{"data/in.txt":"hello"},"stdin":"world","timeout":"10s"}`)
+	var res result
+	if code != 200 || json.Unmarshal(body, &res) != nil || res.Stdout != "hello world\n" || res.Status != "exited" {
+		t.Fatalf("run: %d %s", code, body)
+	}
+	tests := []struct {
+		name, body string
+		code       int
+		field      string
+	}{
+		{"unknown field", `{"lang":"python","cod":"x"}`, 400, "cod"},
+		{"wrong type", `{"lang":"python","code":"1","pids":"many"}`, 400, "pids"},
+		{"above max", `{"lang":"python","code":"1","memory":"1g"}`, 400, "memory"},
+		{"bad size", `{"lang":"python","code":"1","tmp_size":"huge"}`, 400, "tmp_size"},
+		{"bad lang", `{"lang":"cobol","code":"1"}`, 400, "body"},
+		{"nothing", `{}`, 400, "lang"},
+		{"not json", `lang=python`, 400, "body"},
+		{"escaping file", `{"lang":"python","code":"1","files":{"../x":"y"}}`, 400, "body"},
+		{"missing image", `{"image":"no/such:image","command":["true"]}`, 400, "body"},
+		{"too big", `{"lang":"python","code":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := s.post(t, tc.body)
+			var e struct{ Field, Error string }
+			if code != tc.code || json.Unmarshal(body, &e) != nil || (e.Field != tc.field && tc.field != "body") || e.Error == "" {
+				t.Errorf("%d %s, want %d naming %q", code, body, tc.code, tc.field)
+			}
+		})
+	}
+	// Metrics: the runs and the rejections are counted.
+	resp, err := http.Get(s.url + "/metrics")
+	must(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`boxer_runs_total{lang="python",status="exited"} 1`, `boxer_requests_rejected_total{code="413"} 1`, "boxer_run_duration_seconds_bucket", "boxer_queue_wait_seconds_bucket", "boxer_runs_in_flight 0", "boxer_queue_depth 0"} {
+		if !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// The audit log: one line per request, the code's hash, never the code.
+	lines := s.auditLines(t)
+	if len(lines) != 1+len(tests) {
+		t.Errorf("%d audit lines for %d requests", len(lines), 1+len(tests))
+	}
+	if lines[0]["status"] != "exited" || lines[0]["code_sha256"] == nil || lines[0]["id"] != res.ID {
+		t.Errorf("first audit line %v", lines[0])
+	}
+	data, _ := os.ReadFile(s.audit)
+	if bytes.Contains(data, []byte("print(open")) || bytes.Contains(data, []byte("hello world")) {
+		t.Error("the audit log holds code or output")
+	}
+	assertClean(t)
+}
+
+func TestServeAuth(t *testing.T) {
+	// Without a token, a non-loopback address is refused.
+	r := boxer(t, nil, "serve", "--listen", "0.0.0.0:0")
+	if r.code != 125 || !strings.Contains(r.stderr, "without --token-file") {
+		t.Errorf("non-loopback without token: exit %d %q", r.code, r.stderr)
+	}
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	must(t, os.WriteFile(tokenFile, []byte("s3cret-token-of-some-length\n"), 0o600))
+	s := startServer(t, "--token-file", tokenFile)
+	for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret-token-of-some-length"}} {
+		if code, _, body := s.post(t, `{"lang":"python","code":"print(1)"}`, h...); code != 401 || !strings.Contains(string(body), "authorization") {
+			t.Errorf("header %v: %d %s", h, code, body)
+		}
+	}
+	if code, _, body := s.post(t, `{"lang":"python","code":"print(1)"}`, "Authorization", "Bearer s3cret-token-of-some-length"); code != 200 {
+		t.Errorf("right token: %d %s", code, body)
+	}
+	// Five lines: startServer's own /healthz probe (no token: 401 too),
+	// three refusals and the run.
+	lines := s.auditLines(t)
+	if len(lines) != 5 || lines[1]["http_status"] != float64(401) || lines[4]["status"] != "exited" {
+		t.Errorf("audit lines %v", lines)
+	}
+	if data, _ := os.ReadFile(s.audit); bytes.Contains(data, []byte("s3cret")) {
+		t.Error("the audit log holds the token")
+	}
+	assertClean(t)
+}
+
+func TestServeQueueFull(t *testing.T) {
+	s := startServer(t, "--concurrency", "1", "--queue", "1")
+	slow := `{"lang":"python","code":"import time; time.sleep(3)"}`
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			codes[i], _, _ = s.post(t, slow)
+		}(i)
+		time.Sleep(300 * time.Millisecond)
+	}
+	// One runs, one waits: a third is refused at once.
+	start := time.Now()
+	code, hdr, body := s.post(t, slow)
+	if code != 429 || hdr.Get("Retry-After") == "" || time.Since(start) > time.Second {
+		t.Errorf("third request: %d %q %s after %s", code, hdr.Get("Retry-After"), body, time.Since(start))
+	}
+	wg.Wait()
+	if codes[0] != 200 || codes[1] != 200 {
+		t.Errorf("queued requests: %v", codes)
+	}
+	assertClean(t)
+}
+
+func TestServeClientGoneCancelsRun(t *testing.T) {
+	s := startServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/runs", strings.NewReader(`{"lang":"python","code":"import time; time.sleep(60)"}`))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitForTask(t)
+	cancel()
+	<-done
+	// The sandbox goes within moments, not after 60 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tasks, err := client.TaskService().List(context.Background(), nil)
+		if err == nil && len(tasks.Tasks) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sandbox still there after the client left")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	assertClean(t)
+}
+
+func TestServeGracefulShutdown(t *testing.T) {
+	// A run shorter than the grace period finishes and is answered.
+	s := startServer(t, "--shutdown-grace", "10s")
+	got := make(chan int, 1)
+	go func() {
+		code, _, _ := s.post(t, `{"lang":"python","code":"import time; time.sleep(2); print('done')"}`)
+		got <- code
+	}()
+	waitForTask(t)
+	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	if code := <-got; code != 200 {
+		t.Errorf("run in flight at SIGTERM: %d", code)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("server exit: %v: %s", err, s.log)
+	}
+	// A run longer than the grace period is killed, cleaned up, and the
+	// server still exits 0.
+	s = startServer(t, "--shutdown-grace", "1s")
+	go func() { s.post(t, `{"lang":"python","code":"import time; time.sleep(60)"}`) }()
+	waitForTask(t)
+	start := time.Now()
+	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("server exit: %v: %s", err, s.log)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("shutdown took %s with a 1s grace", d)
+	}
+	assertClean(t)
+}
+
+// TestServeLoad sends 500 requests from 8 clients on loopback, with room for
+// 2 running and 4 waiting: every one is answered 2xx or 429 (a client told
+// 429 waits a little, as Retry-After asks), every 2xx result is right, and
+// nothing is left.
+func TestServeLoad(t *testing.T) {
+	s := startServer(t, "--concurrency", "2", "--queue", "4")
+	const total, clients = 500, 8
+	var next, ok, busy atomic.Int64
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := next.Add(1)
+				if i > total {
+					return
+				}
+				code, _, body := s.post(t, fmt.Sprintf(`{"lang":"python","code":"print(%d * 2)"}`, i))
+				var res result
+				switch {
+				case code == 200 && json.Unmarshal(body, &res) == nil && res.Stdout == fmt.Sprintf("%d\n", i*2):
+					ok.Add(1)
+				case code == 429:
+					busy.Add(1)
+					time.Sleep(250 * time.Millisecond)
+				default:
+					t.Errorf("request %d: %d %s", i, code, body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d ok, %d 429 of %d", ok.Load(), busy.Load(), total)
+	if ok.Load()+busy.Load() != total {
+		t.Errorf("%d answered of %d", ok.Load()+busy.Load(), total)
+	}
+	if ok.Load() < 100 || busy.Load() == 0 {
+		t.Errorf("%d ran and %d were refused: want at least 100 runs and some 429s", ok.Load(), busy.Load())
+	}
+	assertClean(t)
+}
+
+func waitForTask(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		tasks, err := client.TaskService().List(context.Background(), nil)
+		if err == nil && len(tasks.Tasks) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no sandbox started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

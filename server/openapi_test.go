@@ -1,0 +1,122 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/boxer-dev/boxer/runner"
+)
+
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func schemaProps(t *testing.T, doc map[string]any, schema string) []string {
+	t.Helper()
+	s := doc["components"].(map[string]any)["schemas"].(map[string]any)[schema].(map[string]any)
+	var out []string
+	for k := range s["properties"].(map[string]any) {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOpenAPIMatchesHandler keeps openapi.json and the code in step: the
+// request and result schemas list exactly the Go types' JSON fields, and
+// every documented path is served.
+func TestOpenAPIMatchesHandler(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	for _, c := range []struct {
+		schema string
+		typ    reflect.Type
+	}{
+		{"RunRequest", reflect.TypeOf(RunRequest{})},
+		{"Result", reflect.TypeOf(runner.Result{})},
+		{"Error", reflect.TypeOf(FieldError{})},
+		{"Health", reflect.TypeOf(runner.Health{})},
+	} {
+		if got, want := schemaProps(t, doc, c.schema), jsonFields(c.typ); !slices.Equal(got, want) {
+			t.Errorf("schema %s has %v, the Go type %v", c.schema, got, want)
+		}
+	}
+	h := New(nil, Config{}).Handler()
+	for path, ops := range doc["paths"].(map[string]any) {
+		for method := range ops.(map[string]any) {
+			if path == "/healthz" || path == "/v1/runs" {
+				continue // need a runner; the integration tests call them
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(strings.ToUpper(method), path, nil))
+			if rec.Code != http.StatusOK {
+				t.Errorf("%s %s: %d", method, path, rec.Code)
+			}
+		}
+	}
+	// Routes the document does not list must not exist.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/runs", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /v1/runs: %d, want 405", rec.Code)
+	}
+	served := httptest.NewRecorder()
+	h.ServeHTTP(served, httptest.NewRequest("GET", "/v1/openapi.json", nil))
+	if served.Body.String() != string(OpenAPI) {
+		t.Error("GET /v1/openapi.json does not serve openapi.json")
+	}
+}
+
+func TestRunRequestToRunner(t *testing.T) {
+	max := Maxima{Timeout: 60e9, MemoryBytes: 512 << 20, CPUs: 2, Pids: 100, TmpBytes: 128 << 20, OutputLimit: 4 << 20}
+	req, err := RunRequest{Lang: "python", Code: "print(1)", Env: map[string]string{"A": "1"}, Stdin: "in", Files: map[string]string{"a/b.txt": "x"}}.ToRunner(max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Timeout != 30e9 || req.MemoryBytes != runner.DefaultMemory || req.TmpBytes != runner.DefaultTmpSize || req.Env[0] != "A=1" || string(req.Files["a/b.txt"]) != "x" || req.Stdin == nil {
+		t.Errorf("request %+v", req)
+	}
+	// Defaults above a maximum are lowered to it.
+	req, err = RunRequest{Lang: "python", Code: "1"}.ToRunner(Maxima{Timeout: 5e9, MemoryBytes: 64 << 20})
+	if err != nil || req.Timeout != 5e9 || req.MemoryBytes != 64<<20 {
+		t.Errorf("lowered defaults: %v %+v", err, req)
+	}
+	tests := []struct {
+		rr    RunRequest
+		field string
+	}{
+		{RunRequest{}, "lang"},
+		{RunRequest{Lang: "python", Timeout: "soon"}, "timeout"},
+		{RunRequest{Lang: "python", Timeout: "2m"}, "timeout"},
+		{RunRequest{Lang: "python", Memory: "1g"}, "memory"},
+		{RunRequest{Lang: "python", Memory: "lots"}, "memory"},
+		{RunRequest{Lang: "python", CPUs: 4}, "cpus"},
+		{RunRequest{Lang: "python", Pids: 1000}, "pids"},
+		{RunRequest{Lang: "python", TmpSize: "1g"}, "tmp_size"},
+		{RunRequest{Lang: "python", OutputLimit: "1g"}, "output_limit"},
+		{RunRequest{Lang: "python", User: "root"}, "user"},
+	}
+	for _, tc := range tests {
+		_, err := tc.rr.ToRunner(max)
+		fe, ok := err.(*FieldError)
+		if !ok || fe.Field != tc.field {
+			t.Errorf("%+v: err %v, want a %s field error", tc.rr, err, tc.field)
+		}
+	}
+}
