@@ -87,6 +87,7 @@ func newApp() *cli.App {
 			imageCommand(),
 			containerdCommand(),
 			serveCommand(),
+			mcpCommand(),
 		},
 	}
 }

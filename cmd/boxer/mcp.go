@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/boxer-dev/boxer/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+)
+
+func mcpCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "mcp",
+		Usage:        "speak the Model Context Protocol on stdio: tools run_code and list_languages",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
+			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
+			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
+		},
+		Action: func(c *cli.Context) error {
+			max := server.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
+			var err error
+			if max.MemoryBytes, err = runner.ParseSize(c.String("max-memory")); err != nil {
+				return fail("--max-memory: %v", err)
+			}
+			// stdout carries the protocol: everything else goes to stderr.
+			r, err := connect(c, os.Stderr)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			s := server.NewMCP(r, max, c.Int("concurrency"), version)
+			if err := s.Run(c.Context, &mcp.StdioTransport{}); err != nil && c.Context.Err() == nil {
+				return fail("mcp: %v", err)
+			}
+			return nil
+		},
+	}
+}

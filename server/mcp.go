@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// RunCodeInput is the input of the MCP run_code tool.
+type RunCodeInput struct {
+	Code        string            `json:"code" jsonschema:"the program to run"`
+	Language    string            `json:"language" jsonschema:"python, python-data, javascript, typescript or bash"`
+	Stdin       string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
+	Files       map[string]string `json:"files,omitempty" jsonschema:"files written into /workspace (the working directory) before the run: relative path to content"`
+	Timeout     string            `json:"timeout,omitempty" jsonschema:"wall clock limit, like 30s"`
+	Memory      string            `json:"memory,omitempty" jsonschema:"memory limit, like 256m"`
+	CPUs        float64           `json:"cpus,omitempty" jsonschema:"CPU quota in cores"`
+	Pids        int64             `json:"pids,omitempty" jsonschema:"process and thread cap"`
+	TmpSize     string            `json:"tmp_size,omitempty" jsonschema:"size of /tmp and /workspace, like 64m"`
+	OutputLimit string            `json:"output_limit,omitempty" jsonschema:"bytes kept per output stream, like 1m"`
+	Runtime     string            `json:"runtime,omitempty" jsonschema:"runc (default) or runsc (gVisor)"`
+}
+
+// Language is one entry of list_languages.
+type Language struct {
+	Name  string `json:"name"`
+	Image string `json:"image"`
+	File  string `json:"file" jsonschema:"the name the code gets in /code"`
+}
+
+// LanguagesOutput is the output of list_languages.
+type LanguagesOutput struct {
+	Languages []Language `json:"languages"`
+}
+
+// NewMCP returns an MCP server offering run_code and list_languages on r,
+// with requests capped by max and at most concurrency runs at once.
+func NewMCP(r *runner.Runner, max Maxima, concurrency int, version string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "boxer", Version: version}, nil)
+	slots := make(chan struct{}, max1(concurrency))
+	mcp.AddTool(s, &mcp.Tool{
+		Name: "run_code",
+		Description: "Run code in a fresh, hardened, network-less Linux sandbox and return its output, " +
+			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
+			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
+		rr := RunRequest{
+			Lang: in.Language, Code: in.Code, Stdin: in.Stdin, Files: in.Files,
+			Timeout: in.Timeout, Memory: in.Memory, CPUs: in.CPUs, Pids: in.Pids,
+			TmpSize: in.TmpSize, OutputLimit: in.OutputLimit, Runtime: in.Runtime,
+		}
+		if in.Language == "" {
+			return nil, runner.Result{}, fmt.Errorf("language is required: one of %s", strings.Join(runner.PresetNames(), ", "))
+		}
+		req, err := rr.ToRunner(max)
+		if err != nil {
+			return nil, runner.Result{}, err
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, runner.Result{}, ctx.Err()
+		}
+		defer func() { <-slots }()
+		res, err := r.Run(ctx, req)
+		if err != nil {
+			return nil, runner.Result{}, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: summary(res)}}}, res, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "list_languages",
+		Description: "List the languages run_code accepts, with the image each runs in.",
+	}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, LanguagesOutput, error) {
+		var out LanguagesOutput
+		for _, n := range runner.PresetNames() {
+			p := runner.Presets[n]
+			out.Languages = append(out.Languages, Language{Name: n, Image: p.Image, File: p.File})
+		}
+		return nil, out, nil
+	})
+	return s
+}
+
+// summary is the readable text an MCP host shows for a result.
+func summary(res runner.Result) string {
+	var b strings.Builder
+	switch res.Status {
+	case runner.StatusExited:
+		fmt.Fprintf(&b, "exited with code %d", res.ExitCode)
+	case runner.StatusTimeout:
+		b.WriteString("timed out: the sandbox was killed")
+	case runner.StatusOOM:
+		b.WriteString("ran out of memory: the sandbox was killed")
+	case runner.StatusKilled:
+		fmt.Fprintf(&b, "killed by %s", res.Signal)
+	default:
+		fmt.Fprintf(&b, "error: %s", res.Error)
+	}
+	fmt.Fprintf(&b, " in %.0f ms (cpu %.0f ms, peak memory %d KiB)\n", res.DurationMs, res.CPUTimeMs, res.MemoryPeakBytes>>10)
+	for _, s := range []struct {
+		name, text string
+		cut        bool
+	}{{"stdout", res.Stdout, res.StdoutTruncated}, {"stderr", res.Stderr, res.StderrTruncated}} {
+		if s.text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "--- %s", s.name)
+		if s.cut {
+			b.WriteString(" (truncated)")
+		}
+		fmt.Fprintf(&b, " ---\n%s", s.text)
+		if !strings.HasSuffix(s.text, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	for _, f := range res.FilesOut {
+		fmt.Fprintf(&b, "file out: %s (%d bytes)\n", f.Path, f.Size)
+	}
+	return b.String()
+}
+
+func max1(n int) int {
+	if n < 1 {
+		return 1
+	}
+	return n
+}
