@@ -12,11 +12,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/boxer-dev/boxer/daemon"
@@ -105,6 +109,83 @@ func run(n int, boxerBin string) error {
 	}
 	b, cr := median(contenders[2].times), median(contenders[1].times)
 	fmt.Printf("\nboxer / ctr run = %.2f (target <= 1.00)\n", float64(b)/float64(cr))
+	return benchServe(n, boxerBin, address)
+}
+
+// benchServe starts 'boxer serve' on loopback and measures POST /v1/runs:
+// latency with one client, and runs per second with 1 and 4 clients.
+func benchServe(n int, boxerBin, address string) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(boxerBin, "--address", address, "serve", "--listen", addr, "--queue", "64")
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	url := "http://" + addr
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if resp, err := http.Get(url + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("boxer serve did not answer on %s", addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	post := func() (time.Duration, error) {
+		start := time.Now()
+		resp, err := http.Post(url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"print(1)"}`))
+		if err != nil {
+			return 0, err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"stdout":"1\n"`)) {
+			return 0, fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, body)
+		}
+		return time.Since(start), nil
+	}
+	if _, err := post(); err != nil {
+		return err
+	}
+	fmt.Printf("\n%-20s %10s %10s %10s %14s\n", "boxer serve", "p50 ms", "p99 ms", "runs/s", "clients")
+	for _, clients := range []int{1, 4} {
+		var mu sync.Mutex
+		var times []time.Duration
+		var firstErr error
+		start := time.Now()
+		var wg sync.WaitGroup
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < n; i++ {
+					d, err := post()
+					mu.Lock()
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					times = append(times, d)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return firstErr
+		}
+		rate := float64(len(times)) / time.Since(start).Seconds()
+		fmt.Printf("%-20s %10.1f %10.1f %10.1f %14d\n", "POST /v1/runs", ms(median(times)), ms(pct(times, 0.99)), rate, clients)
+	}
 	return nil
 }
 
