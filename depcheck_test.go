@@ -8,7 +8,8 @@ import (
 
 // TestPackageDirection keeps imports pointing one way: cmd → server →
 // runner → oci, snapshots, seccomp, cgroups, daemon. Nothing below runner
-// imports runner, and no library package imports cmd.
+// imports runner, nothing below server imports server, and no library
+// package imports cmd.
 func TestPackageDirection(t *testing.T) {
 	const mod = "github.com/boxer-dev/boxer/"
 	forbidden := map[string][]string{
@@ -18,6 +19,7 @@ func TestPackageDirection(t *testing.T) {
 		"snapshots": {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "daemon"},
 		"daemon":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots"},
 		"runner":    {"cmd", "server"},
+		"server":    {"cmd"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
