@@ -77,11 +77,26 @@ func (s *server) post(t *testing.T, body string, header ...string) (int, http.He
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST: %v", err)
+		// Errorf, not Fatalf: post runs in goroutines too.
+		t.Errorf("POST: %v", err)
+		return 0, nil, nil
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, data
+}
+
+// stop ends the server with SIGTERM and waits: its pre-created sandboxes
+// are removed as it exits, so assertClean may follow.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("server exit: %v: %s", err, s.log)
+	}
 }
 
 func (s *server) auditLines(t *testing.T) []map[string]any {
@@ -157,6 +172,7 @@ func TestServeRunsAndRejects(t *testing.T) {
 	if bytes.Contains(data, []byte("print(open")) || bytes.Contains(data, []byte("hello world")) {
 		t.Error("the audit log holds code or output")
 	}
+	s.stop(t)
 	assertClean(t)
 }
 
@@ -186,6 +202,7 @@ func TestServeAuth(t *testing.T) {
 	if data, _ := os.ReadFile(s.audit); bytes.Contains(data, []byte("s3cret")) {
 		t.Error("the audit log holds the token")
 	}
+	s.stop(t)
 	assertClean(t)
 }
 
@@ -212,11 +229,13 @@ func TestServeQueueFull(t *testing.T) {
 	if codes[0] != 200 || codes[1] != 200 {
 		t.Errorf("queued requests: %v", codes)
 	}
+	s.stop(t)
 	assertClean(t)
 }
 
 func TestServeClientGoneCancelsRun(t *testing.T) {
-	s := startServer(t)
+	// No pre-created sandboxes: the test watches the run's own go away.
+	s := startServer(t, "--warm", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/runs", strings.NewReader(`{"lang":"python","code":"import time; time.sleep(60)"}`))
 	done := make(chan struct{})
@@ -241,13 +260,13 @@ func TestServeClientGoneCancelsRun(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond)
+	s.stop(t)
 	assertClean(t)
 }
 
 func TestServeGracefulShutdown(t *testing.T) {
 	// A run shorter than the grace period finishes and is answered.
-	s := startServer(t, "--shutdown-grace", "10s")
+	s := startServer(t, "--shutdown-grace", "10s", "--warm", "")
 	got := make(chan int, 1)
 	go func() {
 		code, _, _ := s.post(t, `{"lang":"python","code":"import time; time.sleep(2); print('done')"}`)
@@ -263,7 +282,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	// A run longer than the grace period is killed, cleaned up, and the
 	// server still exits 0.
-	s = startServer(t, "--shutdown-grace", "1s")
+	s = startServer(t, "--shutdown-grace", "1s", "--warm", "")
 	go func() { s.post(t, `{"lang":"python","code":"import time; time.sleep(60)"}`) }()
 	waitForTask(t)
 	start := time.Now()
@@ -319,6 +338,7 @@ func TestServeLoad(t *testing.T) {
 	if ok.Load() < 100 || busy.Load() == 0 {
 		t.Errorf("%d ran and %d were refused: want at least 100 runs and some 429s", ok.Load(), busy.Load())
 	}
+	s.stop(t)
 	assertClean(t)
 }
 
@@ -335,4 +355,68 @@ func waitForTask(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestServeWarmSandboxes checks the pre-created sandboxes of 'boxer serve':
+// requests take them, and a warm sandbox is as fresh as a cold one (nothing
+// of an earlier request, its own PID namespace, /tmp and /workspace).
+func TestServeWarmSandboxes(t *testing.T) {
+	s := startServer(t, "--warm", "python", "--warm-size", "1", "--concurrency", "1")
+	code := `
+import os
+seen = sorted(os.listdir("/tmp")) + sorted(os.listdir("/workspace"))
+open("/tmp/left-by-me", "w").write("x")
+open("/workspace/left-by-me", "w").write("x")
+print(seen, os.getpid(), len([p for p in os.listdir("/proc") if p.isdigit()]), os.getuid())
+`
+	for i := 0; i < 3; i++ {
+		body, _ := json.Marshal(map[string]any{"lang": "python", "code": code, "files": map[string]string{"mine.txt": "x"}})
+		status, _, resp := s.post(t, string(body))
+		var res result
+		if status != 200 || json.Unmarshal(resp, &res) != nil {
+			t.Fatalf("request %d: %d %s", i, status, resp)
+		}
+		if res.Stdout != "['mine.txt'] 1 1 65534\n" {
+			t.Errorf("request %d saw %q, want only its own file, PID 1, one process", i, res.Stdout)
+		}
+		time.Sleep(300 * time.Millisecond) // let the pool refill
+	}
+	resp, err := http.Get(s.url + "/metrics")
+	must(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if bytes.Contains(metrics, []byte("boxer_warm_runs_total 0\n")) || !bytes.Contains(metrics, []byte("boxer_warm_runs_total")) {
+		t.Errorf("no run took a warm sandbox:\n%s", grepLines(metrics, "boxer_warm"))
+	}
+	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	_ = s.cmd.Wait()
+	assertClean(t)
+}
+
+// TestServeKilledPoolReaped kills the server with SIGKILL (no cleanup can
+// run) and checks that its pre-created sandboxes are reaped by the next
+// boxer call.
+func TestServeKilledPoolReaped(t *testing.T) {
+	s := startServer(t, "--warm", "python", "--warm-size", "2")
+	waitForTask(t)
+	must(t, s.cmd.Process.Kill())
+	_ = s.cmd.Wait()
+	ctrs, err := client.Containers(context.Background())
+	if err != nil || len(ctrs) == 0 {
+		t.Fatalf("want the killed server's sandboxes left behind: %d, %v", len(ctrs), err)
+	}
+	if r := boxer(t, nil, "image", "ls"); r.code != 0 {
+		t.Fatalf("image ls: %s", r.stderr)
+	}
+	assertClean(t)
+}
+
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

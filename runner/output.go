@@ -45,6 +45,13 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// setLimit changes how much is kept, before anything is written.
+func (c *capped) setLimit(limit int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.limit = limit
+}
+
 // text returns what was kept, with invalid UTF-8 replaced.
 func (c *capped) text() (string, bool) {
 	c.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,6 +65,8 @@ type Runner struct {
 	nofile    uint64
 	owner     string
 	reaped    chan struct{}
+	pool      *pool
+	cleanups  sync.WaitGroup
 }
 
 // New connects to containerd (starting boxer's private one if needed) and
@@ -104,8 +107,11 @@ func (r *Runner) Client() *containerd.Client { return r.client }
 // Address is the containerd socket in use.
 func (r *Runner) Address() string { return r.address }
 
-// Close waits for the reaper and closes the connection.
+// Close removes the warm sandboxes, waits for the reaper and closes the
+// connection.
 func (r *Runner) Close() error {
+	r.closePool()
+	r.cleanups.Wait()
 	<-r.reaped
 	return r.client.Close()
 }
@@ -289,38 +295,112 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	} else if err != nil {
 		return res, err
 	}
+	if sb := r.take(p); sb != nil {
+		return r.runWarm(ctx, res, sb, p)
+	}
 	return r.run(ctx, res, p, rootfs)
 }
 
-func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.Rootfs) (_ Result, retErr error) {
-	id := res.ID
-	runDir := filepath.Join(r.runsDir, id)
-	if err := os.MkdirAll(runDir, 0o711); err != nil {
-		return res, fmt.Errorf("creating run directory: %w", err)
-	}
-	defer func() {
-		if err := removeRunDir(runDir); err != nil {
-			log.G(ctx).WithError(err).Warn("removing run directory")
+// runWarm runs p in a warm sandbox and returns as soon as the result is
+// complete; the sandbox is torn down right after, in the background, and
+// Close waits for that.
+func (r *Runner) runWarm(ctx context.Context, res Result, sb *sandbox, p plan) (Result, error) {
+	res, err := r.execute(ctx, res, sb, p)
+	r.cleanups.Add(1)
+	go func() {
+		defer r.cleanups.Done()
+		if err := sb.destroy(ctx); err != nil {
+			log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(runDir, "owner"), []byte(r.owner), 0o600); err != nil {
-		return res, fmt.Errorf("writing run owner: %w", err)
+	return res, err
+}
+
+func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.Rootfs) (_ Result, retErr error) {
+	sb, err := r.prepare(ctx, res.ID, p, rootfs, false)
+	if err != nil {
+		return execFailure(res, err)
 	}
-	limits := p.limits
+	defer func() {
+		if err := sb.destroy(ctx); err != nil && retErr == nil {
+			retErr = err
+		}
+	}()
+	if ctx.Err() != nil {
+		return res, ErrInterrupted
+	}
+	return r.execute(ctx, res, sb, p)
+}
+
+// sandbox is one container whose task is created (runc create has run: the
+// namespaces, mounts and cgroup exist) and not yet started.
+type sandbox struct {
+	id        string
+	runDir    string
+	codeDir   string
+	workspace string // a host tmpfs bound at /workspace, or ""
+	limits    oci.Limits
+	container containerd.Container
+	task      containerd.Task
+	statusC   <-chan containerd.ExitStatus
+	stdout    *capped
+	stderr    *capped
+	stdin     *eofReader     // nil: empty stdin
+	stdinW    *io.PipeWriter // warm sandboxes: the request's stdin goes here
+	// lateCleanup leaves the task's deletion to destroy, so that a result
+	// can be answered before the sandbox is torn down (warm sandboxes of
+	// the server; the CLI always tears down first).
+	lateCleanup bool
+}
+
+// waitIO waits up to d for the task's output to be fully copied out.
+func waitIO(task containerd.Task, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		task.IO().Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// prepare creates a sandbox for p. A warm sandbox is made before its request
+// is known: its code directory and workspace are empty, ready to be filled,
+// and its stdin is a pipe. On error, nothing of it is left.
+func (r *Runner) prepare(ctx context.Context, id string, p plan, rootfs snapshots.Rootfs, warm bool) (_ *sandbox, retErr error) {
+	sb := &sandbox{id: id, runDir: filepath.Join(r.runsDir, id)}
+	if err := os.MkdirAll(sb.runDir, 0o711); err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			if err := sb.destroy(ctx); err != nil {
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
+			}
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(sb.runDir, "owner"), []byte(r.owner), 0o600); err != nil {
+		return nil, fmt.Errorf("writing run owner: %w", err)
+	}
+	sb.limits = p.limits
 	var extra []oci.SpecOpts
 	if p.req.Runtime == "runsc" {
 		// gVisor's own threads (Sentry, gofer, ptrace stubs) live in the
 		// sandbox's cgroup: the host pids limit leaves room for them, and
 		// the program's own cap is RLIMIT_NPROC, which gVisor counts per
 		// sandbox (its kernel is the sandbox's alone).
-		limits.Pids = 2*limits.Pids + runscPidsOverhead
+		sb.limits.Pids = 2*sb.limits.Pids + runscPidsOverhead
 		extra = append(extra, oci.WithRlimit("RLIMIT_NPROC", uint64(p.req.Pids)))
 	}
 	opts := []oci.SpecOpts{
 		oci.WithHardenedBase,
 		oci.WithProcess(p.args, buildEnv(rootfs.Config.Env, p.env, p.req.Env), oci.Workspace),
 		oci.WithUser(p.req.UID, p.req.GID),
-		oci.WithLimits(limits),
+		oci.WithLimits(sb.limits),
 		oci.WithCgroupsPath(cgroupsPath(r.namespace, id)),
 	}
 	opts = append(opts, extra...)
@@ -330,31 +410,31 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 		opts = append(opts, oci.WithSeccomp(seccomp.DefaultProfile()))
 	}
 	if p.file != "" {
-		codeDir := filepath.Join(runDir, "code")
-		if err := writeCode(codeDir, p.file, p.code, p.support); err != nil {
-			return res, err
+		sb.codeDir = filepath.Join(sb.runDir, "code")
+		if warm {
+			if err := os.Mkdir(sb.codeDir, 0o755); err != nil {
+				return nil, fmt.Errorf("creating code directory: %w", err)
+			}
+		} else if err := writeCode(sb.codeDir, p.file, p.code, p.support); err != nil {
+			return nil, err
 		}
-		opts = append(opts, oci.WithReadonlyBind(codeDir, oci.CodeDir))
+		opts = append(opts, oci.WithReadonlyBind(sb.codeDir, oci.CodeDir))
 	}
-	workspace := ""
-	if p.req.CopyIn != "" || p.req.CopyOut != "" || len(p.req.Files) > 0 {
-		workspace = filepath.Join(runDir, "workspace")
-		if err := mountWorkspace(workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
-			return res, err
+	if warm || p.req.CopyIn != "" || p.req.CopyOut != "" || len(p.req.Files) > 0 {
+		sb.workspace = filepath.Join(sb.runDir, "workspace")
+		if err := mountWorkspace(sb.workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
+			return nil, err
 		}
-		if p.req.CopyIn != "" {
-			if err := copyIn(p.req.CopyIn, workspace, p.req.TmpBytes, p.req.UID, p.req.GID); err != nil {
-				return res, err
+		if !warm {
+			if err := fillWorkspace(sb.workspace, p.req); err != nil {
+				return nil, err
 			}
 		}
-		if err := writeFiles(workspace, p.req.Files, p.req.UID, p.req.GID); err != nil {
-			return res, err
-		}
-		opts = append(opts, oci.WithWorkspaceBind(workspace))
+		opts = append(opts, oci.WithWorkspaceBind(sb.workspace))
 	}
 	spec, err := oci.New(ctx, id, opts...)
 	if err != nil {
-		return res, fmt.Errorf("building spec: %w", err)
+		return nil, fmt.Errorf("building spec: %w", err)
 	}
 
 	// Creation is not interrupted half-way: a cancelled RPC could leave an
@@ -362,69 +442,95 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	// and while the program runs.
 	shim, shimOpts, err := r.runtime(p.req.Runtime)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	opCtx := context.WithoutCancel(ctx)
-	container, err := r.client.NewContainer(opCtx, id,
+	sb.container, err = r.client.NewContainer(opCtx, id,
 		containerd.WithSpec(spec),
 		containerd.WithRuntime(shim, shimOpts),
 		containerd.WithContainerLabels(map[string]string{LabelSandbox: "true", LabelOwner: r.owner}),
 		withRootfs(rootfs),
 	)
 	if err != nil {
-		return res, fmt.Errorf("creating container: %w", err)
+		return nil, fmt.Errorf("creating container: %w", err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if err := destroy(cctx, container); err != nil {
-			log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
-			if retErr == nil {
-				retErr = fmt.Errorf("removing sandbox %s: %w", id, err)
-			}
-		}
-	}()
 	if ctx.Err() != nil {
-		return res, ErrInterrupted
+		return nil, ErrInterrupted
 	}
 
-	stdout := newCapped(p.req.OutputLimit, p.req.Stdout)
-	stderr := newCapped(p.req.OutputLimit, p.req.Stderr)
-	var stdin *eofReader
+	sb.stdout = newCapped(p.req.OutputLimit, p.req.Stdout)
+	sb.stderr = newCapped(p.req.OutputLimit, p.req.Stderr)
 	var in io.Reader
-	if p.req.Stdin != nil {
-		stdin = &eofReader{r: p.req.Stdin, eof: make(chan struct{})}
-		in = stdin
+	switch {
+	case warm:
+		pr, pw := io.Pipe()
+		sb.stdin, sb.stdinW = &eofReader{r: pr, eof: make(chan struct{})}, pw
+		in = sb.stdin
+	case p.req.Stdin != nil:
+		sb.stdin = &eofReader{r: p.req.Stdin, eof: make(chan struct{})}
+		in = sb.stdin
 	}
-	task, err := container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(in, stdout, stderr), cio.WithFIFODir(runDir)))
+	sb.task, err = sb.container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(in, sb.stdout, sb.stderr), cio.WithFIFODir(sb.runDir)))
 	if err != nil {
-		return execFailure(res, err)
+		return nil, fmt.Errorf("starting sandbox: %w", err)
 	}
-	waitCtx, stopWait := context.WithCancel(opCtx)
-	defer stopWait()
 	// The runtime has set the cgroup up: check that the kernel enforces
 	// what was asked before anything runs. Never run unlimited silently.
-	if err := r.verifyLimits(id, limits); err != nil {
-		return res, err
+	if err := r.verifyLimits(id, sb.limits); err != nil {
+		return nil, err
 	}
-	statusC, err := task.Wait(opCtx)
-	if err != nil {
-		return res, fmt.Errorf("waiting on task: %w", err)
+	if sb.statusC, err = sb.task.Wait(opCtx); err != nil {
+		return nil, fmt.Errorf("waiting on task: %w", err)
 	}
-	if ctx.Err() != nil {
-		return res, ErrInterrupted
+	return sb, nil
+}
+
+// destroy removes the sandbox's task, container and run directory, with a
+// fresh bounded context: the caller's may be cancelled already.
+func (sb *sandbox) destroy(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	if sb.stdinW != nil {
+		sb.stdinW.Close()
 	}
+	if sb.container != nil {
+		if err := destroy(cctx, sb.container); err != nil {
+			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
+		}
+	}
+	if err := removeRunDir(sb.runDir); err != nil {
+		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// execute starts a prepared sandbox's program, waits for it to end (or for
+// the timeout, or for ctx) and collects the result. The caller destroys the
+// sandbox.
+func (r *Runner) execute(ctx context.Context, res Result, sb *sandbox, p plan) (Result, error) {
+	opCtx := context.WithoutCancel(ctx)
+	waitCtx, stopWait := context.WithCancel(opCtx)
+	defer stopWait()
 	start := time.Now()
-	if err := task.Start(opCtx); err != nil {
-		return execFailure(res, err)
+	if err := sb.task.Start(opCtx); err != nil {
+		return execFailure(res, fmt.Errorf("starting sandbox: %w", err))
 	}
-	if stdin != nil {
+	if sb.stdinW != nil {
+		go func() {
+			if p.req.Stdin != nil {
+				_, _ = io.Copy(sb.stdinW, p.req.Stdin)
+			}
+			sb.stdinW.Close()
+		}()
+	}
+	if sb.stdin != nil {
 		// The shim holds the stdin FIFO open: the program sees EOF only once
 		// containerd is told that the input is over.
 		go func() {
 			select {
-			case <-stdin.eof:
-				if err := task.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
+			case <-sb.stdin.eof:
+				if err := sb.task.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
 					log.G(ctx).WithError(err).Debug("closing stdin")
 				}
 			case <-waitCtx.Done():
@@ -437,7 +543,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	var timedOut, interrupted bool
 	var status containerd.ExitStatus
 	select {
-	case status = <-statusC:
+	case status = <-sb.statusC:
 	case <-timer.C:
 		timedOut = true
 	case <-ctx.Done():
@@ -445,13 +551,13 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	}
 	if timedOut || interrupted {
 		// The whole sandbox goes: every process in its PID namespace.
-		if err := task.Kill(opCtx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		if err := sb.task.Kill(opCtx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
 			log.G(ctx).WithError(err).Warn("killing sandbox")
 		}
 		select {
-		case status = <-statusC:
+		case status = <-sb.statusC:
 		case <-time.After(cleanupTimeout):
-			return res, fmt.Errorf("sandbox %s did not exit after SIGKILL", id)
+			return res, fmt.Errorf("sandbox %s did not exit after SIGKILL", sb.id)
 		}
 	}
 	end := time.Now()
@@ -461,27 +567,33 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 	res.DurationMs = float64(end.Sub(start).Microseconds()) / 1000
 
 	// The cgroup goes with the task: read its figures first.
-	stats, err := cgroups.ReadStats(r.cgroups, cgroupsPath(r.namespace, id))
+	stats, err := cgroups.ReadStats(r.cgroups, cgroupsPath(r.namespace, sb.id))
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
 	}
 	res.MemoryPeakBytes = stats.MemoryPeakBytes
 	res.CPUTimeMs = float64(stats.CPUTimeNs/1000) / 1000
 
-	// Delete waits for the output to be copied out, then removes the task.
-	// The process has exited: no kill first (runsc would say it cannot).
-	dctx, cancel := context.WithTimeout(opCtx, cleanupTimeout)
-	_, err = task.Delete(dctx)
-	cancel()
-	if err != nil && !errdefs.IsNotFound(err) {
-		return res, fmt.Errorf("deleting task: %w", err)
+	// The output is complete once the shim has copied the last of it and
+	// closed the FIFOs, which it does when the process is gone. With
+	// lateCleanup the task's deletion waits for destroy, after the result.
+	if !sb.lateCleanup || !waitIO(sb.task, time.Second) {
+		// Delete waits for the output to be copied out, then removes the
+		// task. The process has exited: no kill first (runsc would say it
+		// cannot).
+		dctx, cancel := context.WithTimeout(opCtx, cleanupTimeout)
+		_, err = sb.task.Delete(dctx)
+		cancel()
+		if err != nil && !errdefs.IsNotFound(err) {
+			return res, fmt.Errorf("deleting task: %w", err)
+		}
 	}
-	res.Stdout, res.StdoutTruncated = stdout.text()
-	res.Stderr, res.StderrTruncated = stderr.text()
+	res.Stdout, res.StdoutTruncated = sb.stdout.text()
+	res.Stderr, res.StderrTruncated = sb.stderr.text()
 	var copyErr error
 	if p.req.CopyOut != "" && !interrupted {
 		// After a timeout or an OOM kill too: what was written is there.
-		res.FilesOut, res.FilesSkipped, copyErr = copyOut(workspace, p.req.CopyOut, p.req.TmpBytes)
+		res.FilesOut, res.FilesSkipped, copyErr = copyOut(sb.workspace, p.req.CopyOut, p.req.TmpBytes)
 		if res.FilesOut == nil {
 			res.FilesOut = []File{}
 		}
@@ -538,7 +650,7 @@ func execFailure(res Result, err error) (Result, error) {
 		}
 	}
 	if i < 0 && !strings.Contains(msg, "exec format error") {
-		return res, fmt.Errorf("starting sandbox: %w", err)
+		return res, err
 	}
 	detail := msg
 	if i >= 0 {
@@ -552,7 +664,7 @@ func execFailure(res Result, err error) (Result, error) {
 		res.ExitCode, res.Error = ExitCannotExec, detail
 		return res, nil
 	}
-	return res, fmt.Errorf("starting sandbox: %w", err)
+	return res, err
 }
 
 // destroy removes the container's task (killing what still runs) and the

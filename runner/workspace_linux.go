@@ -126,6 +126,17 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 	})
 }
 
+// fillWorkspace puts a request's --copy-in tree and files into the
+// workspace dst.
+func fillWorkspace(dst string, req Request) error {
+	if req.CopyIn != "" {
+		if err := copyIn(req.CopyIn, dst, req.TmpBytes, req.UID, req.GID); err != nil {
+			return err
+		}
+	}
+	return writeFiles(dst, req.Files, req.UID, req.GID)
+}
+
 // writeFiles writes files (relative path to content) into the workspace dst,
 // creating their directories, owned by uid:gid.
 func writeFiles(dst string, files map[string][]byte, uid, gid uint32) error {

@@ -16,7 +16,7 @@ type metrics struct {
 	rejected    *prometheus.CounterVec
 }
 
-func newMetrics() *metrics {
+func newMetrics(warm func() float64) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -39,6 +39,9 @@ func newMetrics() *metrics {
 			Name: "boxer_requests_rejected_total", Help: "Requests refused before running, by HTTP status.",
 		}, []string{"code"}),
 	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "boxer_warm_runs_total", Help: "Runs that took a sandbox prepared before the request.",
+	}, warm))
 	m.reg.MustRegister(m.runs, m.duration, m.queueWait, m.inFlight, m.queueDepth, m.truncations, m.rejected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

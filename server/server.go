@@ -67,11 +67,16 @@ func New(r *runner.Runner, cfg Config) *Server {
 		cfg.MaxBody = 1 << 20
 	}
 	s := &Server{
-		runner:  r,
-		cfg:     cfg,
-		slots:   make(chan struct{}, cfg.Concurrency),
-		metrics: newMetrics(),
-		audit:   &auditLog{w: cfg.Audit},
+		runner: r,
+		cfg:    cfg,
+		slots:  make(chan struct{}, cfg.Concurrency),
+		metrics: newMetrics(func() float64 {
+			if r == nil {
+				return 0
+			}
+			return float64(r.WarmRuns())
+		}),
+		audit: &auditLog{w: cfg.Audit},
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	return s

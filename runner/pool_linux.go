@@ -1,0 +1,162 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boxer-dev/boxer/snapshots"
+	"github.com/containerd/log"
+)
+
+// pool keeps sandboxes prepared ahead of requests ("warm"): container and
+// task created, namespaces, mounts and cgroup made, the code directory and
+// workspace empty, stdin a pipe. A request with a preset's default limits
+// takes one, fills it and starts it; each sandbox serves one request only.
+type pool struct {
+	mu     sync.Mutex
+	ready  map[string]chan *sandbox // by language
+	plans  map[string]plan
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	taken  atomic.Int64
+}
+
+// StartPool keeps size warm sandboxes for each of langs (runc, default
+// limits) until Close. Runs that fit one start faster; others run cold.
+func (r *Runner) StartPool(ctx context.Context, langs []string, size int) error {
+	if size < 1 || len(langs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p := &pool{ready: map[string]chan *sandbox{}, plans: map[string]plan{}, cancel: cancel}
+	for _, lang := range langs {
+		pl, err := r.plan(Request{Lang: lang})
+		if err != nil {
+			cancel()
+			return err
+		}
+		rootfs, err := snapshots.Resolve(ctx, r.client, pl.image)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("warm pool for %s: %w", lang, err)
+		}
+		// The filler blocks on a full channel holding one more in hand.
+		ch := make(chan *sandbox, max(size-1, 0))
+		p.ready[lang], p.plans[lang] = ch, pl
+		p.wg.Add(1)
+		go r.fill(ctx, p, ch, pl, rootfs)
+	}
+	r.pool = p
+	return nil
+}
+
+func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, pl plan, rootfs snapshots.Rootfs) {
+	defer p.wg.Done()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		sb, err := r.prepare(ctx, newID(), pl, rootfs, true)
+		if err == nil {
+			sb.lateCleanup = true
+		}
+		if err != nil {
+			log.G(ctx).WithError(err).Warn("preparing a warm sandbox")
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		select {
+		case ch <- sb:
+		case <-ctx.Done():
+			if err := sb.destroy(ctx); err != nil {
+				log.G(ctx).WithError(err).Warn("removing a warm sandbox")
+			}
+		}
+	}
+}
+
+// take returns a warm sandbox for p, filled with p's code and files, or nil
+// when p needs a sandbox of its own (other limits, image, environment, ...)
+// or none is ready.
+func (r *Runner) take(p plan) *sandbox {
+	if r.pool == nil {
+		return nil
+	}
+	def, ok := r.pool.plans[p.req.Lang]
+	q, d := p.req, def.req
+	if !ok || q.Image != "" || len(q.Env) > 0 || q.Seccomp != nil || q.Runtime != d.Runtime ||
+		q.UID != d.UID || q.GID != d.GID || q.MemoryBytes != d.MemoryBytes || q.CPUs != d.CPUs ||
+		q.Pids != d.Pids || q.TmpBytes != d.TmpBytes || q.Stdout != nil || q.Stderr != nil {
+		return nil
+	}
+	var sb *sandbox
+	select {
+	case sb = <-r.pool.ready[p.req.Lang]:
+	default:
+		return nil
+	}
+	r.pool.taken.Add(1)
+	if err := sb.fill(p); err != nil {
+		log.L.WithError(err).Warn("filling a warm sandbox")
+		_ = sb.destroy(context.Background())
+		return nil
+	}
+	return sb
+}
+
+// fill puts p's code, files and output limit into a warm sandbox.
+func (sb *sandbox) fill(p plan) error {
+	for name, content := range p.support {
+		if err := os.WriteFile(filepath.Join(sb.codeDir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(sb.codeDir, p.file), p.code, 0o644); err != nil {
+		return err
+	}
+	if err := os.Chmod(sb.codeDir, 0o555); err != nil {
+		return err
+	}
+	sb.stdout.setLimit(p.req.OutputLimit)
+	sb.stderr.setLimit(p.req.OutputLimit)
+	return fillWorkspace(sb.workspace, p.req)
+}
+
+// closePool stops the fillers and removes every warm sandbox.
+func (r *Runner) closePool() {
+	p := r.pool
+	if p == nil {
+		return
+	}
+	p.cancel()
+	p.wg.Wait()
+	for _, ch := range p.ready {
+		for {
+			select {
+			case sb := <-ch:
+				if err := sb.destroy(context.Background()); err != nil {
+					log.L.WithError(err).Warn("removing a warm sandbox")
+				}
+				continue
+			default:
+			}
+			break
+		}
+	}
+}
+
+// WarmRuns counts the runs that took a warm sandbox.
+func (r *Runner) WarmRuns() int64 {
+	if r.pool == nil {
+		return 0
+	}
+	return r.pool.taken.Load()
+}
