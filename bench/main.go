@@ -79,6 +79,9 @@ func run(n int, boxerBin string) error {
 		{name: "boxer run", cmd: func(int) *exec.Cmd {
 			return exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
 		}},
+		{name: "host python", cmd: func(int) *exec.Cmd {
+			return exec.Command(hostPython(), "-c", "print(1)")
+		}},
 	}
 	// One warm-up each: page cache, first view of the image.
 	for _, c := range contenders {
@@ -109,19 +112,24 @@ func run(n int, boxerBin string) error {
 	}
 	b, cr := median(contenders[2].times), median(contenders[1].times)
 	fmt.Printf("\nboxer / ctr run = %.2f (target <= 1.00)\n", float64(b)/float64(cr))
-	return benchServe(n, boxerBin, address)
+	for _, warm := range []string{"python", ""} {
+		if err := benchServe(n, boxerBin, address, warm); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // benchServe starts 'boxer serve' on loopback and measures POST /v1/runs:
 // latency with one client, and runs per second with 1 and 4 clients.
-func benchServe(n int, boxerBin, address string) error {
+func benchServe(n int, boxerBin, address, warm string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(boxerBin, "--address", address, "serve", "--listen", addr, "--queue", "64")
+	cmd := exec.Command(boxerBin, "--address", address, "serve", "--listen", addr, "--queue", "64", "--warm", warm)
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
 		return err
@@ -157,7 +165,11 @@ func benchServe(n int, boxerBin, address string) error {
 	if _, err := post(); err != nil {
 		return err
 	}
-	fmt.Printf("\n%-20s %10s %10s %10s %14s\n", "boxer serve", "p50 ms", "p99 ms", "runs/s", "clients")
+	name := "boxer serve (warm)"
+	if warm == "" {
+		name = "boxer serve (cold)"
+	}
+	fmt.Printf("\n%-20s %10s %10s %10s %14s\n", name, "p50 ms", "p99 ms", "runs/s", "clients")
 	for _, clients := range []int{1, 4} {
 		var mu sync.Mutex
 		var times []time.Duration
@@ -240,3 +252,12 @@ func pct(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// hostPython is the distribution's python3: a version manager's shim on the
+// PATH would time itself, not python.
+func hostPython() string {
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	return "python3"
+}
