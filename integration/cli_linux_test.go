@@ -215,19 +215,9 @@ func TestSIGKILLLeftoversReaped(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	waitForTask(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Wait until the sandbox runs.
-	for {
-		tasks, err := client.TaskService().List(ctx, nil)
-		if err == nil && len(tasks.Tasks) > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("sandbox never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if ctrs, _ := client.Containers(ctx); len(ctrs) != 1 {

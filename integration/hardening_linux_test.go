@@ -88,22 +88,7 @@ import socket; print(socket.gethostname())
 
 func TestNetworkIsolated(t *testing.T) {
 	// A service on the host's loopback: the sandbox's 127.0.0.1 is its own.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host secret\n"))
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := hostService(t)
 	res, _ := python(t, strings.ReplaceAll(`
 import os, socket, errno, sys
 print("ifaces", sorted(os.listdir("/sys/class/net")))
@@ -254,4 +239,26 @@ func lineWith(s, prefix string) string {
 		}
 	}
 	return ""
+}
+
+// hostService serves a secret on the host's 127.0.0.1 until the test ends
+// and returns its port: a sandbox must not reach it.
+func hostService(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host secret\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
 }

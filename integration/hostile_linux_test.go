@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,25 +82,11 @@ func TestHostileSuite(t *testing.T) {
 	if len(progs) < 60 {
 		t.Errorf("%d hostile programs, want at least 60", len(progs))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host secret\n"))
-			c.Close()
-		}
-	}()
+	port := hostService(t)
 	marker := filepath.Join(os.TempDir(), "boxer-hostile-marker-"+strconv.Itoa(os.Getpid()))
 	must(t, os.WriteFile(marker, []byte("host"), 0o644))
 	defer os.Remove(marker)
-	repl := strings.NewReplacer("{{HOST_PORT}}", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), "{{MARKER}}", marker)
+	repl := strings.NewReplacer("{{HOST_PORT}}", strconv.Itoa(port), "{{MARKER}}", marker)
 
 	for _, rt := range runtimes {
 		for _, h := range progs {
@@ -193,32 +178,22 @@ func hostileTable(progs []hostile) string {
 
 func seccompTables() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Allowed, as Docker allows them (%d):** ", len(seccomp.Allowed))
-	for i, n := range seccomp.Allowed {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("`" + n + "`")
-	}
+	fmt.Fprintf(&b, "**Allowed, as Docker allows them (%d):** %s", len(seccomp.Allowed), codeList(seccomp.Allowed))
 	b.WriteString(".\n\n**Allowed with conditions:** `clone` without namespace flags; `personality` with the values Docker allows; `socket` for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (Docker allows 30 address families); `arch_prctl` on x86-64. `clone3` answers ENOSYS, as in Docker.\n\n")
 	fmt.Fprintf(&b, "**Allowed by Docker, refused by boxer (%d):**\n\n| syscall | why |\n|---|---|\n", len(seccomp.Refused))
 	for _, r := range seccomp.Refused {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", r.Name, r.Why)
 	}
-	fmt.Fprintf(&b, "\n**Refused by both, and never to be allowed by any boxer profile (%d):** ", len(seccomp.Denied))
-	for i, n := range seccomp.Denied {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("`" + n + "`")
-	}
-	fmt.Fprintf(&b, ".\n\n**In Docker's list but not syscalls of x86-64 or arm64 (%d):** ", len(seccomp.Compat))
-	for i, n := range seccomp.Compat {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("`" + n + "`")
-	}
-	b.WriteString(".\n")
+	fmt.Fprintf(&b, "\n**Refused by both, and never to be allowed by any boxer profile (%d):** %s", len(seccomp.Denied), codeList(seccomp.Denied))
+	fmt.Fprintf(&b, ".\n\n**In Docker's list but not syscalls of x86-64 or arm64 (%d):** %s.\n", len(seccomp.Compat), codeList(seccomp.Compat))
 	return b.String()
+}
+
+// codeList writes names as `a`, `b`, `c`.
+func codeList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "`" + n + "`"
+	}
+	return strings.Join(quoted, ", ")
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -100,17 +99,7 @@ func TestImageRmRefusedWhileInUse(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		if tasks, err := client.TaskService().List(ctx, nil); err == nil && len(tasks.Tasks) > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("sandbox never started")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForTask(t)
 	rm := boxer(t, nil, "image", "rm", "boxer/busypy")
 	if rm.code != 125 || !strings.Contains(rm.stderr, "in use") {
 		t.Errorf("rm while running: exit %d %q", rm.code, rm.stderr)
