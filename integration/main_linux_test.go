@@ -28,8 +28,10 @@ var (
 	testEnv []string
 	// stateDir and rootDir are boxer's BOXER_STATE and BOXER_ROOT here.
 	stateDir, rootDir string
-	namespace         = "boxer-test"
-	client            *containerd.Client
+	// namespace is this run's own, so that two test runs on one host (a
+	// developer's and CI's) never see each other's sandboxes or cgroups.
+	namespace = "bt-" + strconv.Itoa(os.Getpid())
+	client    *containerd.Client
 )
 
 func TestMain(m *testing.M) {
@@ -113,6 +115,10 @@ func removeTestWorld(base string) bool {
 		clean = false
 		fmt.Fprintln(os.Stderr, "leak: mount", m)
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+	// The namespace's parent cgroups are this test run's: empty ones go.
+	for _, dir := range cgroupDirs() {
+		_ = os.Remove(dir)
 	}
 	if len(points) == 0 {
 		os.RemoveAll(base)
