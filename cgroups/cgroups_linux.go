@@ -253,3 +253,29 @@ func hostHasSwap() bool {
 	data, err := os.ReadFile("/proc/swaps")
 	return err == nil && strings.Count(strings.TrimSpace(string(data)), "\n") > 0
 }
+
+// Remove deletes the cgroup at path in every hierarchy, if it is there and
+// empty. A runtime that fails half-way through creating a sandbox (runsc
+// does) can leave it behind; rmdir never removes a cgroup with processes.
+func Remove(m Mode, path string) error {
+	var dirs []string
+	switch m {
+	case Unified:
+		dirs = []string{filepath.Join(Root, path)}
+	case Legacy, Hybrid:
+		entries, err := os.ReadDir(Root)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			dirs = append(dirs, filepath.Join(Root, e.Name(), path))
+		}
+	}
+	var errs []error
+	for _, d := range dirs {
+		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+			errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}

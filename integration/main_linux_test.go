@@ -259,13 +259,11 @@ func assertClean(t *testing.T) {
 	}
 }
 
-// cgroupDirs are the parents of this test run's sandbox cgroups.
+// cgroupDirs are the parents of this test run's sandbox cgroups, in every
+// hierarchy (v1 controllers, the hybrid cgroup2 mount, or v2's root).
 func cgroupDirs() []string {
-	var dirs []string
-	for _, c := range []string{"memory", "cpu", "cpuacct", "pids", "unified", ""} {
-		dirs = append(dirs, filepath.Join("/sys/fs/cgroup", c, "boxer", namespace))
-	}
-	return dirs
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "boxer", namespace))
+	return append(dirs, filepath.Join("/sys/fs/cgroup", "boxer", namespace))
 }
 
 // processesMatching lists processes (other than containerd itself) whose

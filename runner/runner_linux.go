@@ -347,6 +347,9 @@ type sandbox struct {
 	stderr    *capped
 	stdin     *eofReader     // nil: empty stdin
 	stdinW    *io.PipeWriter // warm sandboxes: the request's stdin goes here
+	// cgroup is the sandbox's cgroup path, removed last if a runtime left it.
+	cgroup      string
+	cgroupsMode cgroups.Mode
 	// lateCleanup leaves the task's deletion to destroy, so that a result
 	// can be answered before the sandbox is torn down (warm sandboxes of
 	// the server; the CLI always tears down first).
@@ -372,7 +375,7 @@ func waitIO(task containerd.Task, d time.Duration) bool {
 // is known: its code directory and workspace are empty, ready to be filled,
 // and its stdin is a pipe. On error, nothing of it is left.
 func (r *Runner) prepare(ctx context.Context, id string, p plan, rootfs snapshots.Rootfs, warm bool) (_ *sandbox, retErr error) {
-	sb := &sandbox{id: id, runDir: filepath.Join(r.runsDir, id)}
+	sb := &sandbox{id: id, runDir: filepath.Join(r.runsDir, id), cgroup: cgroupsPath(r.namespace, id), cgroupsMode: r.cgroups}
 	if err := os.MkdirAll(sb.runDir, 0o711); err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
@@ -501,6 +504,9 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	}
 	if err := removeRunDir(sb.runDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
+	}
+	if err := cgroups.Remove(sb.cgroupsMode, sb.cgroup); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
