@@ -11,17 +11,8 @@ import (
 
 // RunCodeInput is the input of the MCP run_code tool.
 type RunCodeInput struct {
-	Code        string            `json:"code" jsonschema:"the program to run"`
-	Language    string            `json:"language" jsonschema:"python, python-data, javascript, typescript or bash"`
-	Stdin       string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
-	Files       map[string]string `json:"files,omitempty" jsonschema:"files written into /workspace (the working directory) before the run: relative path to content"`
-	Timeout     string            `json:"timeout,omitempty" jsonschema:"wall clock limit, like 30s"`
-	Memory      string            `json:"memory,omitempty" jsonschema:"memory limit, like 256m"`
-	CPUs        float64           `json:"cpus,omitempty" jsonschema:"CPU quota in cores"`
-	Pids        int64             `json:"pids,omitempty" jsonschema:"process and thread cap"`
-	TmpSize     string            `json:"tmp_size,omitempty" jsonschema:"size of /tmp and /workspace, like 64m"`
-	OutputLimit string            `json:"output_limit,omitempty" jsonschema:"bytes kept per output stream, like 1m"`
-	Runtime     string            `json:"runtime,omitempty" jsonschema:"runc (default) or runsc (gVisor)"`
+	Language string `json:"language" jsonschema:"python, python-data, javascript, typescript or bash"`
+	Input
 }
 
 // Language is one entry of list_languages.
@@ -47,11 +38,7 @@ func NewMCP(r *runner.Runner, max Maxima, concurrency int, version string) *mcp.
 			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
 			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
-		rr := RunRequest{
-			Lang: in.Language, Code: in.Code, Stdin: in.Stdin, Files: in.Files,
-			Timeout: in.Timeout, Memory: in.Memory, CPUs: in.CPUs, Pids: in.Pids,
-			TmpSize: in.TmpSize, OutputLimit: in.OutputLimit, Runtime: in.Runtime,
-		}
+		rr := RunRequest{Lang: in.Language, Input: in.Input}
 		if in.Language == "" {
 			return nil, runner.Result{}, fmt.Errorf("language is required: one of %s", strings.Join(runner.PresetNames(), ", "))
 		}

@@ -13,10 +13,16 @@ import (
 	"github.com/boxer-dev/boxer/runner"
 )
 
+// jsonFields lists a struct's JSON field names, embedded structs' included.
 func jsonFields(t reflect.Type) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		f := t.Field(i)
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name != "" && name != "-" {
 			out = append(out, name)
 		}
@@ -85,7 +91,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 
 func TestRunRequestToRunner(t *testing.T) {
 	max := Maxima{Timeout: 60e9, MemoryBytes: 512 << 20, CPUs: 2, Pids: 100, TmpBytes: 128 << 20, OutputLimit: 4 << 20}
-	req, err := RunRequest{Lang: "python", Code: "print(1)", Env: map[string]string{"A": "1"}, Stdin: "in", Files: map[string]string{"a/b.txt": "x"}}.ToRunner(max)
+	req, err := RunRequest{Lang: "python", Env: map[string]string{"A": "1"}, Input: Input{Code: "print(1)", Stdin: "in", Files: map[string]string{"a/b.txt": "x"}}}.ToRunner(max)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +99,7 @@ func TestRunRequestToRunner(t *testing.T) {
 		t.Errorf("request %+v", req)
 	}
 	// Defaults above a maximum are lowered to it.
-	req, err = RunRequest{Lang: "python", Code: "1"}.ToRunner(Maxima{Timeout: 5e9, MemoryBytes: 64 << 20})
+	req, err = RunRequest{Lang: "python", Input: Input{Code: "1"}}.ToRunner(Maxima{Timeout: 5e9, MemoryBytes: 64 << 20})
 	if err != nil || req.Timeout != 5e9 || req.MemoryBytes != 64<<20 {
 		t.Errorf("lowered defaults: %v %+v", err, req)
 	}
@@ -102,14 +108,14 @@ func TestRunRequestToRunner(t *testing.T) {
 		field string
 	}{
 		{RunRequest{}, "lang"},
-		{RunRequest{Lang: "python", Timeout: "soon"}, "timeout"},
-		{RunRequest{Lang: "python", Timeout: "2m"}, "timeout"},
-		{RunRequest{Lang: "python", Memory: "1g"}, "memory"},
-		{RunRequest{Lang: "python", Memory: "lots"}, "memory"},
-		{RunRequest{Lang: "python", CPUs: 4}, "cpus"},
-		{RunRequest{Lang: "python", Pids: 1000}, "pids"},
-		{RunRequest{Lang: "python", TmpSize: "1g"}, "tmp_size"},
-		{RunRequest{Lang: "python", OutputLimit: "1g"}, "output_limit"},
+		{RunRequest{Lang: "python", Input: Input{Timeout: "soon"}}, "timeout"},
+		{RunRequest{Lang: "python", Input: Input{Timeout: "2m"}}, "timeout"},
+		{RunRequest{Lang: "python", Input: Input{Memory: "1g"}}, "memory"},
+		{RunRequest{Lang: "python", Input: Input{Memory: "lots"}}, "memory"},
+		{RunRequest{Lang: "python", Input: Input{CPUs: 4}}, "cpus"},
+		{RunRequest{Lang: "python", Input: Input{Pids: 1000}}, "pids"},
+		{RunRequest{Lang: "python", Input: Input{TmpSize: "1g"}}, "tmp_size"},
+		{RunRequest{Lang: "python", Input: Input{OutputLimit: "1g"}}, "output_limit"},
 		{RunRequest{Lang: "python", User: "root"}, "user"},
 	}
 	for _, tc := range tests {

@@ -11,25 +11,31 @@ import (
 	"github.com/boxer-dev/boxer/runner"
 )
 
-// RunRequest is the body of POST /v1/runs and the input of the MCP run_code
-// tool: the run flags, plus files written into /workspace and stdin.
+// RunRequest is the body of POST /v1/runs: the run flags, plus files
+// written into /workspace and stdin.
 type RunRequest struct {
-	Lang        string            `json:"lang,omitempty" jsonschema:"language preset: python, python-data, javascript, typescript or bash"`
-	Code        string            `json:"code,omitempty" jsonschema:"the program, for lang"`
-	Image       string            `json:"image,omitempty" jsonschema:"image reference; overrides the preset's, or runs command"`
-	Command     []string          `json:"command,omitempty" jsonschema:"argv to run in image, without lang"`
-	Env         map[string]string `json:"env,omitempty" jsonschema:"environment variables"`
+	Lang    string            `json:"lang,omitempty" jsonschema:"language preset: python, python-data, javascript, typescript or bash"`
+	Image   string            `json:"image,omitempty" jsonschema:"image reference; overrides the preset's, or runs command"`
+	Command []string          `json:"command,omitempty" jsonschema:"argv to run in image, without lang"`
+	Env     map[string]string `json:"env,omitempty" jsonschema:"environment variables"`
+	User    string            `json:"user,omitempty" jsonschema:"UID:GID inside the sandbox"`
+	Network string            `json:"network,omitempty" jsonschema:"none"`
+	Input
+}
+
+// Input is what the HTTP request and the MCP run_code tool share: the
+// program, its input, and the limits a caller may set.
+type Input struct {
+	Code        string            `json:"code,omitempty" jsonschema:"the program to run"`
 	Stdin       string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
-	Files       map[string]string `json:"files,omitempty" jsonschema:"files written into /workspace before the run: relative path to content"`
+	Files       map[string]string `json:"files,omitempty" jsonschema:"files written into /workspace (the working directory) before the run: relative path to content"`
 	Timeout     string            `json:"timeout,omitempty" jsonschema:"wall clock limit, like 30s"`
 	Memory      string            `json:"memory,omitempty" jsonschema:"memory limit, like 256m"`
 	CPUs        float64           `json:"cpus,omitempty" jsonschema:"CPU quota in cores"`
 	Pids        int64             `json:"pids,omitempty" jsonschema:"process and thread cap"`
 	TmpSize     string            `json:"tmp_size,omitempty" jsonschema:"size of /tmp and /workspace, like 64m"`
 	OutputLimit string            `json:"output_limit,omitempty" jsonschema:"bytes kept per output stream, like 1m"`
-	User        string            `json:"user,omitempty" jsonschema:"UID:GID inside the sandbox"`
-	Runtime     string            `json:"runtime,omitempty" jsonschema:"runc or runsc"`
-	Network     string            `json:"network,omitempty" jsonschema:"none"`
+	Runtime     string            `json:"runtime,omitempty" jsonschema:"runc (default) or runsc (gVisor)"`
 }
 
 // Maxima are the operator's caps on what a caller may ask for.

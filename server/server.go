@@ -292,7 +292,9 @@ func caller(r *http.Request) string {
 func decodeError(err error) *FieldError {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return &FieldError{Field: typeErr.Field, Message: "wrong type: want " + typeErr.Type.String()}
+		// The shared fields sit in the embedded Input struct, which
+		// encoding/json names in the path; callers never see it.
+		return &FieldError{Field: strings.TrimPrefix(typeErr.Field, "Input."), Message: "wrong type: want " + typeErr.Type.String()}
 	}
 	msg := err.Error()
 	// encoding/json reports unknown fields only as text.
