@@ -381,6 +381,39 @@ print(seen, os.getpid(), len([p for p in os.listdir("/proc") if p.isdigit()]), o
 		}
 		time.Sleep(300 * time.Millisecond) // let the pool refill
 	}
+	// What the program sees of its own process, warm and cold (a memory
+	// limit other than the default never takes a warm sandbox): the same
+	// argv, environment, parent, descriptors, credentials and input.
+	probe := `
+import os, sys
+st = {l.split(":")[0]: l.split(":")[1].strip() for l in open("/proc/self/status")}
+print(open("/proc/self/cmdline").read().split("\\0"), sorted(os.environ.items()), os.getpid(), os.getppid(),
+      sorted(os.listdir("/proc/self/fd")), os.getcwd(), [st[k] for k in ("Uid", "CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Threads")],
+      len([p for p in os.listdir("/proc") if p.isdigit()]), repr(sys.stdin.read()))
+`
+	seen := map[bool]string{}
+	for _, warm := range []bool{true, false} {
+		req := map[string]any{"lang": "python", "code": probe, "stdin": "line one\nline two"}
+		if !warm {
+			req["memory"] = "200m"
+		}
+		body, _ := json.Marshal(req)
+		time.Sleep(time.Second) // let the pool refill
+		before := warmRuns(t, s.url)
+		status, _, resp := s.post(t, string(body))
+		var res result
+		if status != 200 || json.Unmarshal(resp, &res) != nil || res.ExitCode != 0 {
+			t.Fatalf("probe (warm %v): %d %s", warm, status, resp)
+		}
+		if took := warmRuns(t, s.url) > before; took != warm {
+			t.Fatalf("probe (warm %v) took a warm sandbox: %v", warm, took)
+		}
+		seen[warm] = res.Stdout
+	}
+	if seen[true] != seen[false] || !strings.Contains(seen[true], "'line one\\nline two'") {
+		t.Errorf("a warm sandbox differs from a cold one:\nwarm %s\ncold %s", seen[true], seen[false])
+	}
+
 	resp, err := http.Get(s.url + "/metrics")
 	must(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
@@ -409,6 +442,23 @@ func TestServeKilledPoolReaped(t *testing.T) {
 		t.Fatalf("image ls: %s", r.stderr)
 	}
 	assertClean(t)
+}
+
+// warmRuns reads boxer_warm_runs_total from the server's metrics.
+func warmRuns(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	var n int
+	for _, l := range strings.Split(string(metrics), "\n") {
+		if _, err := fmt.Sscanf(l, "boxer_warm_runs_total %d", &n); err == nil {
+			return n
+		}
+	}
+	t.Fatalf("no boxer_warm_runs_total in the metrics")
+	return 0
 }
 
 func grepLines(b []byte, s string) string {

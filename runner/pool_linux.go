@@ -14,8 +14,9 @@ import (
 )
 
 // pool keeps sandboxes prepared ahead of requests ("warm"): container and
-// task created, namespaces, mounts and cgroup made, the code directory and
-// workspace empty, stdin a pipe. A request with a preset's default limits
+// task created and started, namespaces, mounts and cgroup made, the code
+// directory and workspace empty, stdin a pipe, and the program held by a gate
+// until its request's first line of stdin (see gated). A request with a preset's default limits
 // takes one, fills it and starts it; each sandbox serves one request only.
 type pool struct {
 	mu     sync.Mutex

@@ -333,7 +333,7 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 }
 
 // sandbox is one container whose task is created (runc create has run: the
-// namespaces, mounts and cgroup exist) and not yet started.
+// namespaces, mounts and cgroup exist) and, unless gated, not yet started.
 type sandbox struct {
 	id        string
 	runDir    string
@@ -350,6 +350,9 @@ type sandbox struct {
 	// cgroup is the sandbox's cgroup path, removed last if a runtime left it.
 	cgroup      string
 	cgroupsMode cgroups.Mode
+	// gated: the task runs a gate that waits for one line on stdin before it
+	// becomes the program (warm sandboxes, see gated).
+	gated bool
 	// lateCleanup leaves the task's deletion to destroy, so that a result
 	// can be answered before the sandbox is torn down (warm sandboxes of
 	// the server; the CLI always tears down first).
@@ -399,9 +402,13 @@ func (r *Runner) prepare(ctx context.Context, id string, p plan, rootfs snapshot
 		sb.limits.Pids = 2*sb.limits.Pids + runscPidsOverhead
 		extra = append(extra, oci.WithRlimit("RLIMIT_NPROC", uint64(p.req.Pids)))
 	}
+	args, env := p.args, buildEnv(rootfs.Config.Env, p.env, p.req.Env)
+	if warm {
+		args = gated(args, env)
+	}
 	opts := []oci.SpecOpts{
 		oci.WithHardenedBase,
-		oci.WithProcess(p.args, buildEnv(rootfs.Config.Env, p.env, p.req.Env), oci.Workspace),
+		oci.WithProcess(args, env, oci.Workspace),
 		oci.WithUser(p.req.UID, p.req.GID),
 		oci.WithLimits(sb.limits),
 		oci.WithCgroupsPath(cgroupsPath(r.namespace, id)),
@@ -485,7 +492,28 @@ func (r *Runner) prepare(ctx context.Context, id string, p plan, rootfs snapshot
 	if sb.statusC, err = sb.task.Wait(opCtx); err != nil {
 		return nil, fmt.Errorf("waiting on task: %w", err)
 	}
+	if warm {
+		if err := sb.task.Start(opCtx); err != nil {
+			return nil, fmt.Errorf("starting sandbox: %w", err)
+		}
+		sb.gated = true
+	}
 	return sb, nil
+}
+
+// gated wraps a warm sandbox's command so that it can be started before its
+// request is known: a shell waits for one line on stdin, then replaces
+// itself with the program (exec: the program is PID 1, nothing of the shell
+// is left). dash exports PWD, which the program of a cold sandbox does not
+// get, so the gate unsets it unless the sandbox's environment sets it.
+func gated(args, env []string) []string {
+	script := `read -r _ && unset PWD && exec "$@"`
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PWD=") {
+			script = `read -r _ && exec "$@"`
+		}
+	}
+	return append([]string{"/bin/sh", "-c", script, "sh"}, args...)
 }
 
 // destroy removes the sandbox's task, container and run directory, with a
@@ -519,7 +547,12 @@ func (r *Runner) execute(ctx context.Context, res Result, sb *sandbox, p plan) (
 	waitCtx, stopWait := context.WithCancel(opCtx)
 	defer stopWait()
 	start := time.Now()
-	if err := sb.task.Start(opCtx); err != nil {
+	if sb.gated {
+		// A warm sandbox runs its gate already: one line lets the program go.
+		if _, err := io.WriteString(sb.stdinW, "\n"); err != nil {
+			return execFailure(res, fmt.Errorf("starting sandbox: %w", err))
+		}
+	} else if err := sb.task.Start(opCtx); err != nil {
 		return execFailure(res, fmt.Errorf("starting sandbox: %w", err))
 	}
 	if sb.stdinW != nil {
