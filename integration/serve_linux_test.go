@@ -283,12 +283,19 @@ func TestServeGracefulShutdown(t *testing.T) {
 	// A run longer than the grace period is killed, cleaned up, and the
 	// server still exits 0.
 	s = startServer(t, "--shutdown-grace", "1s", "--warm", "")
-	go func() { s.post(t, `{"lang":"python","code":"import time; time.sleep(60)"}`) }()
+	killed := make(chan string, 1)
+	go func() {
+		code, _, body := s.post(t, `{"lang":"python","code":"import time; time.sleep(60)"}`)
+		killed <- fmt.Sprintf("%d %s", code, body)
+	}()
 	waitForTask(t)
 	start := time.Now()
 	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	if err := s.cmd.Wait(); err != nil {
 		t.Errorf("server exit: %v: %s", err, s.log)
+	}
+	if got := <-killed; !strings.HasPrefix(got, "503 ") || !strings.Contains(got, `"status":"killed"`) {
+		t.Errorf("run killed at the end of the grace period was answered %s, want 503 and status killed", got)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("shutdown took %s with a 1s grace", d)

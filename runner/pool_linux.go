@@ -19,12 +19,74 @@ import (
 // until its request's first line of stdin (see gated). A request with a preset's default limits
 // takes one, fills it and starts it; each sandbox serves one request only.
 type pool struct {
-	mu     sync.Mutex
 	ready  map[string]chan *sandbox // by language
 	plans  map[string]plan
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	taken  atomic.Int64
+
+	// Background work (refills, teardowns) yields to running requests: on
+	// two cores a sandbox being made or removed slows the request next to
+	// it by half. busy counts the runs under way, started all runs ever.
+	mu      sync.Mutex
+	busy    int
+	started atomic.Int64
+	pending atomic.Int64 // teardowns waiting for a quiet moment
+	waiting atomic.Int64 // requests waiting for a warm sandbox
+}
+
+const (
+	// settleTime is how long no run must have started before background
+	// work goes ahead.
+	settleTime = 20 * time.Millisecond
+	// maxPendingTeardowns bounds the finished sandboxes that wait for a
+	// quiet moment; beyond it they are removed at once.
+	maxPendingTeardowns = 8
+	// warmWait is how long a request waits for a warm sandbox when none
+	// is ready before it makes its own.
+	warmWait = time.Second
+)
+
+// enter and leave bracket a run.
+func (p *pool) enter() {
+	p.mu.Lock()
+	p.busy++
+	p.mu.Unlock()
+	p.started.Add(1)
+}
+
+func (p *pool) leave() {
+	p.mu.Lock()
+	p.busy--
+	p.mu.Unlock()
+}
+
+// settle waits until no run is under way and none has started for
+// settleTime, until urgent says the work cannot wait, or until ctx ends.
+func (p *pool) settle(ctx context.Context, urgent func() bool) {
+	tick := time.NewTicker(settleTime / 4)
+	defer tick.Stop()
+	var quietSince time.Time
+	var n int64
+	for ctx.Err() == nil && !urgent() {
+		p.mu.Lock()
+		idle := p.busy == 0
+		p.mu.Unlock()
+		switch started := p.started.Load(); {
+		case !idle || quietSince.IsZero() || started != n:
+			quietSince, n = time.Now(), started
+			if !idle {
+				quietSince = time.Time{}
+			}
+		case time.Since(quietSince) >= settleTime:
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // StartPool keeps size warm sandboxes for each of langs (runc, default
@@ -34,7 +96,7 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int) error 
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &pool{ready: map[string]chan *sandbox{}, plans: map[string]plan{}, cancel: cancel}
+	p := &pool{ready: map[string]chan *sandbox{}, plans: map[string]plan{}, ctx: ctx, cancel: cancel}
 	for _, lang := range langs {
 		pl, err := r.plan(Request{Lang: lang})
 		if err != nil {
@@ -46,11 +108,15 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int) error 
 			cancel()
 			return fmt.Errorf("warm pool for %s: %w", lang, err)
 		}
-		// The filler blocks on a full channel holding one more in hand.
-		ch := make(chan *sandbox, max(size-1, 0))
+		// Two fillers use both cores of a small host when requests wait;
+		// each blocks on a full channel holding one more in hand.
+		fillers := min(size, 2)
+		ch := make(chan *sandbox, size-fillers)
 		p.ready[lang], p.plans[lang] = ch, pl
-		p.wg.Add(1)
-		go r.fill(ctx, p, ch, pl, rootfs)
+		for range fillers {
+			p.wg.Add(1)
+			go r.fill(ctx, p, ch, pl, rootfs)
+		}
 	}
 	r.pool = p
 	return nil
@@ -60,6 +126,9 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, pl plan, r
 	defer p.wg.Done()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		// Make the next sandbox when no request is running, or at once
+		// when a request waits for one.
+		p.settle(ctx, func() bool { return p.waiting.Load() > 0 })
 		sb, err := r.prepare(ctx, newID(), pl, rootfs, true)
 		if err == nil {
 			sb.lateCleanup = true
@@ -87,7 +156,7 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, pl plan, r
 // take returns a warm sandbox for p, filled with p's code and files, or nil
 // when p needs a sandbox of its own (other limits, image, environment, ...)
 // or none is ready.
-func (r *Runner) take(p plan) *sandbox {
+func (r *Runner) take(ctx context.Context, p plan) *sandbox {
 	if r.pool == nil {
 		return nil
 	}
@@ -102,7 +171,19 @@ func (r *Runner) take(p plan) *sandbox {
 	select {
 	case sb = <-r.pool.ready[p.req.Lang]:
 	default:
-		return nil
+		// None ready: a filler is making one, which is done sooner than a
+		// sandbox of our own would be (and does not compete with it).
+		t := time.NewTimer(warmWait)
+		defer t.Stop()
+		r.pool.waiting.Add(1)
+		defer r.pool.waiting.Add(-1)
+		select {
+		case sb = <-r.pool.ready[p.req.Lang]:
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	r.pool.taken.Add(1)
 	if err := sb.fill(p); err != nil {

@@ -295,7 +295,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	} else if err != nil {
 		return res, err
 	}
-	if sb := r.take(p); sb != nil {
+	if r.pool != nil {
+		r.pool.enter()
+		defer r.pool.leave()
+	}
+	if sb := r.take(ctx, p); sb != nil {
 		return r.runWarm(ctx, res, sb, p)
 	}
 	return r.run(ctx, res, p, rootfs)
@@ -309,6 +313,10 @@ func (r *Runner) runWarm(ctx context.Context, res Result, sb *sandbox, p plan) (
 	r.cleanups.Add(1)
 	go func() {
 		defer r.cleanups.Done()
+		if r.pool.pending.Add(1) <= maxPendingTeardowns {
+			r.pool.settle(r.pool.ctx, func() bool { return false })
+		}
+		defer r.pool.pending.Add(-1)
 		if err := sb.destroy(ctx); err != nil {
 			log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
 		}

@@ -207,7 +207,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	e.StdoutTruncated, e.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
 	s.audit.write(e)
 	if code == 499 {
-		return
+		if s.stopCtx.Err() == nil || r.Context().Err() != nil {
+			return // the client is gone: nobody to answer
+		}
+		// The server's grace period ended: the caller learns that its run
+		// was killed, and why.
+		code, res.Error = http.StatusServiceUnavailable, "the server is shutting down: the run was killed"
 	}
 	writeJSON(w, code, res)
 }
