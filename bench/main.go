@@ -1,14 +1,20 @@
-// Command bench times one full sandbox cycle ("fresh hardened sandbox, print
-// 1, collect output, destroy") three ways in one run, interleaved so that
-// all three see the same machine: boxer run, ctr run of the same image with
-// comparable flags, and runc run on an equivalent bundle built from boxer's
-// own spec. It prints medians, p90 and the ratios.
+// Command bench times one full sandbox cycle ("fresh hardened sandbox,
+// python3 -c 'print(1)', collect the output, destroy") every way this host
+// can run it, in one run so that all see the same machine: host python, runc
+// run on a bundle made from boxer's own spec (the baseline), ctr run, podman
+// and docker (where installed; docker as a private dockerd on boxer's private
+// containerd, started and stopped here), boxer run, boxer serve, and the
+// runsc rows. It prints one table: p50 and p90 at one worker, runs per
+// second at one and four workers, and each p50 as a ratio to runc run. Then
+// boxer's memory: peak RSS while a sandbox prints 1 GiB, and the server's
+// RSS over many runs.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,11 +24,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/runner"
@@ -30,22 +38,43 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 30, "runs per contender")
+	n := flag.Int("n", 20, "cycles per contender at one worker (four workers run 2n)")
+	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	flag.Parse()
-	if err := run(*n, *boxerBin); err != nil {
+	if err := run(*n, *rssRuns, *boxerBin); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
+// contender is one way to run the cycle. once runs it and checks that the
+// sandbox printed 1.
 type contender struct {
 	name  string
-	cmd   func(i int) *exec.Cmd
-	times []time.Duration
+	group string // "" or "runsc": runsc rows are compared to ctr run on runsc
+	once  func(i int) error
+	times []time.Duration // one worker
+	rate4 float64         // runs per second, four workers
 }
 
-func run(n int, boxerBin string) error {
+// command makes a contender's once from a command line.
+func command(f func(i int) *exec.Cmd) func(int) error {
+	return func(i int) error {
+		cmd := f(i)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%v: %s", err, lastLine(errb.String()))
+		}
+		if strings.TrimSpace(out.String()) != "1" {
+			return fmt.Errorf("printed %q", out.String())
+		}
+		return nil
+	}
+}
+
+func run(n, rssRuns int, boxerBin string) error {
 	cfg := daemon.FromEnv()
 	address := os.Getenv("BOXER_ADDRESS")
 	if address == "" {
@@ -54,166 +83,545 @@ func run(n int, boxerBin string) error {
 			address = cfg.SystemAddress
 		}
 	}
-	ctr := filepath.Join(daemon.LibexecDir, "ctr")
-	image := runner.Presets["python"].Image
-
-	bundle, err := os.MkdirTemp("", "boxer-bench-")
+	work, err := os.MkdirTemp("", "boxer-bench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(bundle)
-	if err := makeBundle(bundle, cfg.Cache); err != nil {
+	defer os.RemoveAll(work)
+	// runc's, podman's and docker's cgroups go under one parent, removed at
+	// the end in every hierarchy.
+	defer removeCgroups(cgroupParent)
+	layer, err := pythonLayer(cfg.Cache)
+	if err != nil {
+		return err
+	}
+	if err := makeBundle(work, layer); err != nil {
 		return fmt.Errorf("making runc bundle: %w", err)
 	}
-
-	contenders := []*contender{
-		{name: "runc run (bundle)", cmd: func(i int) *exec.Cmd {
-			return exec.Command("runc", "run", "--bundle", bundle, fmt.Sprintf("bench-runc-%d-%d", os.Getpid(), i+1))
-		}},
-		{name: "ctr run", cmd: func(i int) *exec.Cmd {
-			return exec.Command(ctr, "-a", address, "-n", "boxer", "run", "--rm", "--read-only", "--seccomp",
+	ctr := filepath.Join(daemon.LibexecDir, "ctr")
+	image := runner.Presets["python"].Image
+	ctrRun := func(name string, extra ...string) func(i int) *exec.Cmd {
+		return func(i int) *exec.Cmd {
+			args := append([]string{"-a", address, "-n", "boxer", "run", "--rm", "--read-only", "--seccomp",
 				"--memory-limit", "268435456", "--cpus", "1", "--user", "65534:65534",
-				"--mount", "type=tmpfs,src=tmpfs,dst=/tmp,options=nosuid:nodev:size=67108864",
-				image, fmt.Sprintf("bench-ctr-%d-%d", os.Getpid(), i+1), "python3", "-c", "print(1)")
-		}},
-		{name: "boxer run", cmd: func(int) *exec.Cmd {
-			return exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
-		}},
-		{name: "host python", cmd: func(int) *exec.Cmd {
-			return exec.Command(hostPython(), "-c", "print(1)")
-		}},
-	}
-	// One warm-up each: page cache, first view of the image.
-	for _, c := range contenders {
-		if out, err := c.cmd(-1).CombinedOutput(); err != nil || !bytes.Contains(out, []byte("1")) {
-			return fmt.Errorf("%s: %v: %s", c.name, err, out)
+				"--mount", "type=tmpfs,src=tmpfs,dst=/tmp,options=nosuid:nodev:size=67108864"}, extra...)
+			args = append(args, image, fmt.Sprintf("bench-%s-%d-%d", name, os.Getpid(), i+2), "python3", "-c", "print(1)")
+			return exec.Command(ctr, args...)
 		}
 	}
-	for i := 0; i < n; i++ {
-		for _, c := range contenders {
-			cmd := c.cmd(i)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, io.Discard
-			start := time.Now()
-			err := cmd.Run()
-			d := time.Since(start)
-			if err != nil || strings.TrimSpace(out.String()) != "1" {
-				return fmt.Errorf("%s run %d: %v: %q", c.name, i, err, out.String())
-			}
-			c.times = append(c.times, d)
-		}
+	cs := []*contender{
+		{name: "host python", once: command(func(int) *exec.Cmd { return exec.Command(hostPython(), "-c", "print(1)") })},
+		{name: "runc run (bundle)", once: command(func(i int) *exec.Cmd {
+			return exec.Command("runc", "run", "--bundle", work, fmt.Sprintf("bench-runc-%d-%d", os.Getpid(), i+2))
+		})},
+		{name: "ctr run", once: command(ctrRun("ctr"))},
 	}
-	host, _ := os.Hostname()
-	fmt.Printf("boxer bench: %d cycles each of `python3 -c 'print(1)'` in a fresh hardened sandbox, interleaved (%s, %s)\n\n", n, host, time.Now().Format(time.RFC3339))
-	fmt.Printf("%-20s %10s %10s %10s %14s\n", "", "p50 ms", "p90 ms", "min ms", "p50 / runc")
-	base := median(contenders[0].times)
-	for _, c := range contenders {
-		fmt.Printf("%-20s %10.1f %10.1f %10.1f %14.2f\n", c.name, ms(median(c.times)), ms(pct(c.times, 0.9)), ms(pct(c.times, 0)), float64(median(c.times))/float64(base))
+	// podman and docker with the same hardening, each with its own storage
+	// under the bench's directory, the python layer imported as an image.
+	if c, stop, err := podman(work, layer); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: podman left out: %v\n", err)
+	} else if c != nil {
+		defer stop()
+		cs = append(cs, c)
 	}
-	b, cr := median(contenders[2].times), median(contenders[1].times)
-	fmt.Printf("\nboxer / ctr run = %.2f (target <= 1.00)\n", float64(b)/float64(cr))
-	for _, warm := range []string{"python", ""} {
-		if err := benchServe(n, boxerBin, address, warm); err != nil {
+	if c, stop, err := docker(work, layer, address); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: docker left out: %v\n", err)
+	} else if c != nil {
+		defer stop()
+		cs = append(cs, c)
+	}
+	cs = append(cs, &contender{name: "boxer run", once: command(func(int) *exec.Cmd {
+		return exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
+	})})
+	if _, err := exec.LookPath("runsc"); err == nil {
+		wrapper, err := runscWrapper(boxerBin, address)
+		if err != nil {
 			return err
 		}
+		cs = append(cs,
+			&contender{name: "ctr run, runsc", group: "runsc", once: command(ctrRun("ctr-runsc", "--runc-binary", wrapper))},
+			&contender{name: "boxer run, runsc", group: "runsc", once: command(func(int) *exec.Cmd {
+				return exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "python", "-c", "print(1)")
+			})})
 	}
-	return nil
+
+	// One warm-up each (page cache, first view of the image), then n
+	// cycles interleaved, then four workers per contender.
+	for _, c := range cs {
+		if err := c.once(-1); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	progress("%d contenders, %d cycles each at one worker", len(cs), n)
+	for i := 0; i < n; i++ {
+		for _, c := range cs {
+			start := time.Now()
+			if err := c.once(i); err != nil {
+				return fmt.Errorf("%s run %d: %w", c.name, i, err)
+			}
+			c.times = append(c.times, time.Since(start))
+		}
+	}
+	for _, c := range cs {
+		progress("%s: %d runs at four workers", c.name, 2*n)
+		_, rate, err := workers(4, 2*n, func(i int) error { return c.once(1000 + i) })
+		if err != nil {
+			return fmt.Errorf("%s (4 workers): %w", c.name, err)
+		}
+		c.rate4 = rate
+	}
+
+	// boxer serve: warm and cold, one request at a time back to back, one
+	// request every half second (an agent's pace), and four clients.
+	var serve []row
+	for _, warm := range []string{"python", ""} {
+		rows, err := benchServe(n, boxerBin, address, warm)
+		if err != nil {
+			return err
+		}
+		serve = append(serve, rows...)
+	}
+
+	host, _ := os.Hostname()
+	fmt.Printf("\nboxer bench, %s, %s: `python3 -c 'print(1)'` in a fresh hardened sandbox, %d cycles at one worker (interleaved), %d at four\n\n",
+		host, time.Now().Format(time.RFC3339), n, 2*n)
+	fmt.Println("| | p50 ms | p90 ms | runs/s, 1 worker | runs/s, 4 workers | p50 / runc run |")
+	fmt.Println("|---|---|---|---|---|---|")
+	base := median(cs[1].times)
+	var ctrRunsc time.Duration
+	for _, c := range cs {
+		if c.name == "ctr run, runsc" {
+			ctrRunsc = median(c.times)
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f |\n", c.name, ms(median(c.times)), ms(pct(c.times, 0.9)),
+			float64(len(c.times))/sum(c.times).Seconds(), c.rate4, float64(median(c.times))/float64(base))
+	}
+	for _, r := range serve {
+		rate4 := "—"
+		if r.rate4 > 0 {
+			rate4 = fmt.Sprintf("%.1f", r.rate4)
+		}
+		rate1 := "—"
+		if r.rate1 > 0 {
+			rate1 = fmt.Sprintf("%.1f", r.rate1)
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %.2f |\n", r.name, ms(median(r.times)), ms(pct(r.times, 0.9)), rate1, rate4, float64(median(r.times))/float64(base))
+	}
+	fmt.Println()
+	for _, c := range cs {
+		switch c.name {
+		case "boxer run":
+			fmt.Printf("boxer run / runc run = %.2f (target <= 1.2)\n", float64(median(c.times))/float64(base))
+		case "boxer run, runsc":
+			if ctrRunsc > 0 {
+				fmt.Printf("boxer run, runsc / ctr run, runsc = %.2f (target <= 0.6)\n", float64(median(c.times))/float64(ctrRunsc))
+			}
+		}
+	}
+	py := median(cs[0].times)
+	for _, r := range serve {
+		if r.name == "boxer serve, warm, every 0.5 s" {
+			fmt.Printf("boxer serve warm at an agent's pace / host python = %.2f (target <= 2)\n", float64(median(r.times))/float64(py))
+		}
+	}
+	return benchMemory(boxerBin, address, rssRuns)
 }
 
-// benchServe starts 'boxer serve' on loopback and measures POST /v1/runs:
-// latency with one client, and runs per second with 1 and 4 clients.
-func benchServe(n int, boxerBin, address, warm string) error {
+// workers runs total calls of once from w goroutines and returns the
+// latencies and the rate.
+func workers(w, total int, once func(i int) error) ([]time.Duration, float64, error) {
+	var mu sync.Mutex
+	var times []time.Duration
+	var firstErr error
+	next := 0
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= total {
+					return
+				}
+				t := time.Now()
+				err := once(i)
+				d := time.Since(t)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				times = append(times, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return times, float64(total) / time.Since(start).Seconds(), firstErr
+}
+
+// row is one line of boxer serve figures.
+type row struct {
+	name         string
+	times        []time.Duration
+	rate1, rate4 float64
+}
+
+// server is a running 'boxer serve' on loopback.
+type server struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startServer(boxerBin, address string, args ...string) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(boxerBin, "--address", address, "serve", "--listen", addr, "--queue", "64", "--warm", warm)
+	cmd := exec.Command(boxerBin, append([]string{"--address", address, "serve", "--listen", addr, "--queue", "64"}, args...)...)
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	url := "http://" + addr
+	s := &server{cmd: cmd, url: "http://" + addr}
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		if resp, err := http.Get(url + "/healthz"); err == nil {
+		if resp, err := http.Get(s.url + "/healthz"); err == nil {
 			resp.Body.Close()
-			break
+			return s, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("boxer serve did not answer on %s", addr)
+			s.stop()
+			return nil, fmt.Errorf("boxer serve did not answer on %s", addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	post := func() (time.Duration, error) {
-		start := time.Now()
-		resp, err := http.Post(url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"print(1)"}`))
-		if err != nil {
-			return 0, err
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"stdout":"1\n"`)) {
-			return 0, fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, body)
-		}
-		return time.Since(start), nil
-	}
-	if _, err := post(); err != nil {
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+}
+
+func (s *server) post(int) error {
+	resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"print(1)"}`))
+	if err != nil {
 		return err
 	}
-	name := "boxer serve (warm)"
-	if warm == "" {
-		name = "boxer serve (cold)"
-	}
-	fmt.Printf("\n%-20s %10s %10s %10s %14s\n", name, "p50 ms", "p99 ms", "runs/s", "clients")
-	for _, clients := range []int{1, 4} {
-		var mu sync.Mutex
-		var times []time.Duration
-		var firstErr error
-		start := time.Now()
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < n; i++ {
-					d, err := post()
-					mu.Lock()
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-					times = append(times, d)
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		if firstErr != nil {
-			return firstErr
-		}
-		rate := float64(len(times)) / time.Since(start).Seconds()
-		fmt.Printf("%-20s %10.1f %10.1f %10.1f %14d\n", "POST /v1/runs", ms(median(times)), ms(pct(times, 0.99)), rate, clients)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"stdout":"1\n"`)) {
+		return fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, body)
 	}
 	return nil
 }
 
-// makeBundle unpacks the python image's cached layer and writes boxer's own
-// hardened spec for `python3 -c 'print(1)'` next to it.
-func makeBundle(dir, cache string) error {
+// benchServe measures POST /v1/runs on a server with (warm="python") or
+// without pre-created sandboxes.
+func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
+	s, err := startServer(boxerBin, address, "--warm", warm)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	kind := "warm"
+	if warm == "" {
+		kind = "cold"
+	}
+	if err := s.post(0); err != nil {
+		return nil, err
+	}
+	var rows []row
+	if warm != "" {
+		// An agent between tool calls: one request every half second,
+		// after the pool has refilled.
+		progress("boxer serve, %s: %d requests, one every 0.5 s", kind, n)
+		var times []time.Duration
+		for i := 0; i < n; i++ {
+			time.Sleep(500 * time.Millisecond)
+			t := time.Now()
+			if err := s.post(i); err != nil {
+				return nil, err
+			}
+			times = append(times, time.Since(t))
+		}
+		rows = append(rows, row{name: "boxer serve, " + kind + ", every 0.5 s", times: times})
+		time.Sleep(time.Second)
+	}
+	progress("boxer serve, %s: %d requests back to back, then %d from four clients", kind, n, 2*n)
+	times, rate1, err := workers(1, n, s.post)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second)
+	_, rate4, err := workers(4, 2*n, s.post)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, row{name: "boxer serve, " + kind + ", back to back", times: times, rate1: rate1, rate4: rate4}), nil
+}
+
+// benchMemory prints boxer's peak RSS while a sandbox prints 1 GiB, and the
+// server's RSS sampled over rssRuns requests from four clients.
+func benchMemory(boxerBin, address string, rssRuns int) error {
+	gib := "import sys\nchunk = b'y' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.buffer.write(chunk)\n"
+	peak := func(code string) (int64, error) {
+		cmd := exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "--timeout", "120s", "-c", code)
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			return 0, err
+		}
+		return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, nil
+	}
+	big, err := peak(gib)
+	if err != nil {
+		return fmt.Errorf("printing 1 GiB: %w", err)
+	}
+	small, err := peak("print(1)")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nboxer run peak RSS: %.1f MiB while the sandbox prints 1 GiB (target <= 40), %.1f MiB for one line\n", float64(big)/1024, float64(small)/1024)
+	if rssRuns <= 0 {
+		return nil
+	}
+	s, err := startServer(boxerBin, address, "--warm", "python")
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	const warmup = 100
+	if _, _, err := workers(4, warmup, s.post); err != nil {
+		return err
+	}
+	progress("boxer serve RSS over %d runs from four clients", rssRuns)
+	samples := []int64{vmRSS(s.cmd.Process.Pid)}
+	step := max(rssRuns/10, 1)
+	start := time.Now()
+	for done := 0; done < rssRuns; done += step {
+		if _, _, err := workers(4, min(step, rssRuns-done), s.post); err != nil {
+			return err
+		}
+		samples = append(samples, vmRSS(s.cmd.Process.Pid))
+	}
+	var parts []string
+	for _, kb := range samples {
+		parts = append(parts, fmt.Sprintf("%.1f", float64(kb)/1024))
+	}
+	fmt.Printf("boxer serve RSS (MiB) after %d warm-up runs, then every %d runs up to %d (%.0f s): %s\n",
+		warmup, step, rssRuns, time.Since(start).Seconds(), strings.Join(parts, " "))
+	return nil
+}
+
+// vmRSS is a process's resident set in KiB.
+func vmRSS(pid int) int64 {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+// cgroupParent holds the bench's own cgroups.
+var cgroupParent = fmt.Sprintf("/boxer-bench-%d", os.Getpid())
+
+// hardening is what podman and docker are asked for: boxer's defaults.
+var hardening = []string{"--rm", "--network", "none", "--read-only", "--tmpfs", "/tmp:size=64m",
+	"--memory", "256m", "--cpus", "1", "--pids-limit", "64", "--cap-drop", "ALL",
+	"--security-opt", "no-new-privileges", "--user", "65534:65534"}
+
+// podman returns podman's contender, with its own storage under work, or
+// nil where podman is not installed.
+func podman(work, layer string) (*contender, func(), error) {
+	bin, err := exec.LookPath("podman")
+	if err != nil {
+		return nil, nil, nil
+	}
+	root := filepath.Join(work, "podman")
+	// cgroupfs: no systemd here; runc: crun refuses hybrid cgroups; the
+	// rlimits podman raises by default are above this host's hard limits.
+	base := []string{"--root", filepath.Join(root, "root"), "--runroot", filepath.Join(root, "run"),
+		"--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", "runc", "--storage-driver", "overlay"}
+	stop := func() {
+		_ = exec.Command(bin, append(base, "rmi", "--all", "--force")...).Run()
+		unmountUnder(root)
+	}
+	if out, err := exec.Command(bin, append(base, "import", layer, "boxer-bench/python")...).CombinedOutput(); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("importing the image: %v: %s", err, lastLine(string(out)))
+	}
+	args := append(append(append([]string{}, base...), "run"), hardening...)
+	args = append(args, "--cgroup-parent", cgroupParent+"/podman", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+		"boxer-bench/python", "python3", "-c", "print(1)")
+	return &contender{name: "podman run", once: command(func(int) *exec.Cmd { return exec.Command(bin, args...) })}, stop, nil
+}
+
+// docker returns docker's contender: a private dockerd on boxer's private
+// containerd, its data under work, stopped by the returned func; nil where
+// docker is not installed.
+func docker(work, layer, address string) (*contender, func(), error) {
+	dockerd, err := exec.LookPath("dockerd")
+	if err != nil {
+		return nil, nil, nil
+	}
+	cli := "/usr/bin/docker" // Debian's client, matching its dockerd
+	if _, err := os.Stat(cli); err != nil {
+		if cli, err = exec.LookPath("docker"); err != nil {
+			return nil, nil, nil
+		}
+	}
+	root := filepath.Join(work, "docker")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, nil, err
+	}
+	sock := filepath.Join(root, "docker.sock")
+	d := exec.Command(dockerd, "--containerd", address, "--containerd-namespace", "bench-moby",
+		"--containerd-plugins-namespace", "bench-moby-plugins",
+		"--data-root", filepath.Join(root, "data"), "--exec-root", filepath.Join(root, "exec"),
+		"--pidfile", filepath.Join(root, "dockerd.pid"), "-H", "unix://"+sock,
+		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--userland-proxy=false")
+	logf, err := os.Create(filepath.Join(root, "dockerd.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	d.Stdout, d.Stderr = logf, logf
+	if err := d.Start(); err != nil {
+		return nil, nil, err
+	}
+	base := []string{"-H", "unix://" + sock}
+	stop := func() {
+		_ = exec.Command(cli, append(base, "rmi", "--force", "boxer-bench/python")...).Run()
+		_ = d.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = d.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = d.Process.Kill()
+			<-done
+		}
+		logf.Close()
+		unmountUnder(root)
+		// dockerd's containerd namespaces, empty once it has stopped.
+		for _, ns := range []string{"bench-moby", "bench-moby-plugins"} {
+			_ = exec.Command(filepath.Join(daemon.LibexecDir, "ctr"), "-a", address, "namespaces", "rm", ns).Run()
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); exec.Command(cli, append(base, "version")...).Run() != nil; {
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("dockerd did not answer; see its log")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if out, err := exec.Command(cli, append(base, "import", layer, "boxer-bench/python")...).CombinedOutput(); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("importing the image: %v: %s", err, lastLine(string(out)))
+	}
+	args := append(append(append([]string{}, base...), "run"), hardening...)
+	args = append(args, "--cgroup-parent", cgroupParent+"/docker", "boxer-bench/python", "python3", "-c", "print(1)")
+	return &contender{name: "docker run", once: command(func(int) *exec.Cmd { return exec.Command(cli, args...) })}, stop, nil
+}
+
+// removeCgroups removes a cgroup and the ones under it (podman makes one
+// for conmon) in every hierarchy, deepest first; only empty ones can go.
+func removeCgroups(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(cgroups.Root, "*", parent))
+	if d := filepath.Join(cgroups.Root, parent); cgroups.DetectMode() == cgroups.Unified {
+		dirs = []string{d}
+	}
+	var all []string
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				all = append(all, p)
+			}
+			return nil
+		})
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(all)))
+	for _, d := range all {
+		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			progress("removing cgroup %s: %v", d, err)
+		}
+	}
+}
+
+// unmountUnder lazily unmounts whatever a container engine left mounted
+// under dir, deepest first.
+func unmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			mounts = append(mounts, f[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+}
+
+// runscWrapper runs one boxer sandbox on runsc so that boxer writes its
+// runsc wrapper, and returns the wrapper's path for ctr's --runc-binary: both
+// rows then run runsc with the same flags.
+func runscWrapper(boxerBin, address string) (string, error) {
+	out, err := exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "bash", "-c", "true").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("boxer run --runtime runsc: %v: %s", err, lastLine(string(out)))
+	}
+	p := filepath.Join(daemon.FromEnv().State, "runsc")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("runsc wrapper: %w", err)
+	}
+	return p, nil
+}
+
+// pythonLayer is the cached layer of boxer's python image.
+func pythonLayer(cache string) (string, error) {
 	layers, _ := filepath.Glob(filepath.Join(cache, "*", "layer.tar"))
 	if len(layers) == 0 {
-		return fmt.Errorf("no cached layer under %s: run 'boxer setup' first", cache)
+		return "", errors.New("no cached layer under " + cache + ": run 'boxer setup' first")
 	}
+	// The smallest cached layer with python3 is the python preset's.
+	sort.Slice(layers, func(i, j int) bool { return size(layers[i]) < size(layers[j]) })
+	for _, l := range layers {
+		if out, err := exec.Command("tar", "-tf", l, "usr/bin/python3").CombinedOutput(); err == nil && len(out) > 0 {
+			return l, nil
+		}
+	}
+	return "", errors.New("no cached layer with python3 under " + cache + ": run 'boxer setup --lang python'")
+}
+
+func size(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// makeBundle unpacks the python layer and writes boxer's own hardened spec
+// for `python3 -c 'print(1)'` next to it.
+func makeBundle(dir, layer string) error {
 	rootfs := filepath.Join(dir, "rootfs")
 	if err := os.Mkdir(rootfs, 0o755); err != nil {
 		return err
 	}
 	// tar(1) keeps owners, modes and links exactly.
-	if out, err := exec.Command("tar", "-C", rootfs, "-xf", newest(layers)).CombinedOutput(); err != nil {
+	if out, err := exec.Command("tar", "-C", rootfs, "-xf", layer).CombinedOutput(); err != nil {
 		return fmt.Errorf("unpacking layer: %v: %s", err, out)
 	}
 	spec, err := oci.New(context.Background(), "bench",
@@ -221,7 +629,7 @@ func makeBundle(dir, cache string) error {
 		oci.WithProcess([]string{"python3", "-c", "print(1)"}, []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/workspace"}, oci.Workspace),
 		oci.WithLimits(oci.Limits{MemoryBytes: runner.DefaultMemory, CPUs: 1, Pids: runner.DefaultPids, TmpBytes: runner.DefaultTmpSize, NoFile: 1024}),
 		oci.WithSeccomp(seccomp.DefaultProfile()),
-		oci.WithCgroupsPath("/boxer-bench/runc"),
+		oci.WithCgroupsPath(cgroupParent+"/runc"),
 	)
 	if err != nil {
 		return err
@@ -234,13 +642,13 @@ func makeBundle(dir, cache string) error {
 	return os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644)
 }
 
-func newest(files []string) string {
-	sort.Slice(files, func(i, j int) bool {
-		a, _ := os.Stat(files[i])
-		b, _ := os.Stat(files[j])
-		return a.ModTime().After(b.ModTime())
-	})
-	return files[0]
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func median(d []time.Duration) time.Duration { return pct(d, 0.5) }
@@ -249,6 +657,14 @@ func pct(d []time.Duration, p float64) time.Duration {
 	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[int(p*float64(len(s)-1)+0.5)]
+}
+
+func sum(d []time.Duration) time.Duration {
+	var t time.Duration
+	for _, x := range d {
+		t += x
+	}
+	return t
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
