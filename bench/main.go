@@ -174,7 +174,11 @@ func run(n, rssRuns int, boxerBin string) error {
 	// boxer serve: warm and cold, one request at a time back to back, one
 	// request every half second (an agent's pace), and four clients.
 	var serve []row
-	for _, warm := range []string{"python", ""} {
+	pools := []string{"python", ""}
+	if _, err := exec.LookPath("runsc"); err == nil {
+		pools = append(pools, "python:runsc")
+	}
+	for _, warm := range pools {
 		rows, err := benchServe(n, boxerBin, address, warm)
 		if err != nil {
 			return err
@@ -220,8 +224,13 @@ func run(n, rssRuns int, boxerBin string) error {
 	}
 	py := median(cs[0].times)
 	for _, r := range serve {
-		if r.name == "boxer serve, warm, every 0.5 s" {
+		switch r.name {
+		case "boxer serve, warm, every 0.5 s":
 			fmt.Printf("boxer serve warm at an agent's pace / host python = %.2f (target <= 2)\n", float64(median(r.times))/float64(py))
+		case "boxer serve, warm, runsc, every 0.5 s":
+			if ctrRunsc > 0 {
+				fmt.Printf("boxer serve warm on runsc at an agent's pace / ctr run, runsc = %.2f (target <= 0.6)\n", float64(median(r.times))/float64(ctrRunsc))
+			}
 		}
 	}
 	return benchMemory(boxerBin, address, rssRuns)
@@ -271,10 +280,12 @@ type row struct {
 	rate1, rate4 float64
 }
 
-// server is a running 'boxer serve' on loopback.
+// server is a running 'boxer serve' on loopback; its requests ask for
+// runtime.
 type server struct {
-	cmd *exec.Cmd
-	url string
+	cmd     *exec.Cmd
+	url     string
+	runtime string
 }
 
 func startServer(boxerBin, address string, args ...string) (*server, error) {
@@ -309,20 +320,24 @@ func (s *server) stop() {
 }
 
 func (s *server) post(int) error {
-	resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"print(1)"}`))
+	body := `{"lang":"python","code":"print(1)"}`
+	if s.runtime != "" {
+		body = `{"lang":"python","code":"print(1)","runtime":"` + s.runtime + `"}`
+	}
+	resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(body))
 	if err != nil {
 		return err
 	}
-	body, _ := io.ReadAll(resp.Body)
+	answer, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"stdout":"1\n"`)) {
-		return fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, body)
+	if resp.StatusCode != 200 || !bytes.Contains(answer, []byte(`"stdout":"1\n"`)) {
+		return fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, answer)
 	}
 	return nil
 }
 
-// benchServe measures POST /v1/runs on a server with (warm="python") or
-// without pre-created sandboxes.
+// benchServe measures POST /v1/runs on a server with pre-created sandboxes
+// (warm: "python" or "python:runsc") or without (warm: "", runtime runc).
 func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
 	s, err := startServer(boxerBin, address, "--warm", warm)
 	if err != nil {
@@ -332,6 +347,9 @@ func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
 	kind := "warm"
 	if warm == "" {
 		kind = "cold"
+	}
+	if _, rt, ok := strings.Cut(warm, ":"); ok {
+		s.runtime, kind = rt, "warm, "+rt
 	}
 	if err := s.post(0); err != nil {
 		return nil, err

@@ -388,38 +388,7 @@ print(seen, os.getpid(), len([p for p in os.listdir("/proc") if p.isdigit()]), o
 		}
 		time.Sleep(300 * time.Millisecond) // let the pool refill
 	}
-	// What the program sees of its own process, warm and cold (a memory
-	// limit other than the default never takes a warm sandbox): the same
-	// argv, environment, parent, descriptors, credentials and input.
-	probe := `
-import os, sys
-st = {l.split(":")[0]: l.split(":")[1].strip() for l in open("/proc/self/status")}
-print(open("/proc/self/cmdline").read().split("\\0"), sorted(os.environ.items()), os.getpid(), os.getppid(),
-      sorted(os.listdir("/proc/self/fd")), os.getcwd(), [st[k] for k in ("Uid", "CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Threads")],
-      len([p for p in os.listdir("/proc") if p.isdigit()]), repr(sys.stdin.read()))
-`
-	seen := map[bool]string{}
-	for _, warm := range []bool{true, false} {
-		req := map[string]any{"lang": "python", "code": probe, "stdin": "line one\nline two"}
-		if !warm {
-			req["memory"] = "200m"
-		}
-		body, _ := json.Marshal(req)
-		time.Sleep(time.Second) // let the pool refill
-		before := warmRuns(t, s.url)
-		status, _, resp := s.post(t, string(body))
-		var res result
-		if status != 200 || json.Unmarshal(resp, &res) != nil || res.ExitCode != 0 {
-			t.Fatalf("probe (warm %v): %d %s", warm, status, resp)
-		}
-		if took := warmRuns(t, s.url) > before; took != warm {
-			t.Fatalf("probe (warm %v) took a warm sandbox: %v", warm, took)
-		}
-		seen[warm] = res.Stdout
-	}
-	if seen[true] != seen[false] || !strings.Contains(seen[true], "'line one\\nline two'") {
-		t.Errorf("a warm sandbox differs from a cold one:\nwarm %s\ncold %s", seen[true], seen[false])
-	}
+	sameAsCold(t, s, "runc")
 
 	resp, err := http.Get(s.url + "/metrics")
 	must(t, err)
@@ -448,6 +417,53 @@ func TestServeKilledPoolReaped(t *testing.T) {
 	if r := boxer(t, nil, "image", "ls"); r.code != 0 {
 		t.Fatalf("image ls: %s", r.stderr)
 	}
+	assertClean(t)
+}
+
+// sameAsCold compares what a program sees of its own process in a warm and
+// in a cold sandbox on runtime (a memory limit other than the default never
+// takes a warm one): the same argv, environment, parent, descriptors,
+// credentials and input.
+func sameAsCold(t *testing.T, s *server, runtime string) {
+	t.Helper()
+	probe := `
+import os, sys
+st = {l.split(":")[0]: l.split(":")[1].strip() for l in open("/proc/self/status")}
+print(open("/proc/self/cmdline").read().split("\\0"), sorted(os.environ.items()), os.getpid(), os.getppid(),
+      sorted(os.listdir("/proc/self/fd")), os.getcwd(), [st.get(k) for k in ("Uid", "CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Threads")],
+      len([p for p in os.listdir("/proc") if p.isdigit()]), repr(sys.stdin.read()))
+`
+	seen := map[bool]string{}
+	for _, warm := range []bool{true, false} {
+		req := map[string]any{"lang": "python", "code": probe, "stdin": "line one\nline two", "runtime": runtime}
+		if !warm {
+			req["memory"] = "200m"
+		}
+		body, _ := json.Marshal(req)
+		time.Sleep(time.Second) // let the pool refill
+		before := warmRuns(t, s.url)
+		status, _, resp := s.post(t, string(body))
+		var res result
+		if status != 200 || json.Unmarshal(resp, &res) != nil || res.ExitCode != 0 {
+			t.Fatalf("probe (warm %v): %d %s", warm, status, resp)
+		}
+		if took := warmRuns(t, s.url) > before; took != warm {
+			t.Fatalf("probe (warm %v) took a warm sandbox: %v", warm, took)
+		}
+		seen[warm] = res.Stdout
+	}
+	if seen[true] != seen[false] || !strings.Contains(seen[true], "'line one\\nline two'") {
+		t.Errorf("a warm sandbox on %s differs from a cold one:\nwarm %s\ncold %s", runtime, seen[true], seen[false])
+	}
+}
+
+// TestServeWarmRunsc checks warm sandboxes on gVisor: taken, and as fresh
+// as cold ones.
+func TestServeWarmRunsc(t *testing.T) {
+	s := startServer(t, "--warm", "python:runsc", "--warm-size", "1", "--concurrency", "1")
+	sameAsCold(t, s, "runsc")
+	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	_ = s.cmd.Wait()
 	assertClean(t)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,30 +90,34 @@ func (p *pool) settle(ctx context.Context, urgent func() bool) {
 	}
 }
 
-// StartPool keeps size warm sandboxes for each of langs (runc, default
-// limits) until Close. Runs that fit one start faster; others run cold.
+// StartPool keeps size warm sandboxes for each of langs (default limits;
+// "python" on runc, "python:runsc" on gVisor) until Close. Runs that fit one start faster; others run cold.
 func (r *Runner) StartPool(ctx context.Context, langs []string, size int) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &pool{ready: map[string]chan *sandbox{}, plans: map[string]plan{}, ctx: ctx, cancel: cancel}
-	for _, lang := range langs {
-		pl, err := r.plan(Request{Lang: lang})
+	for _, entry := range langs {
+		lang, runtime, _ := strings.Cut(entry, ":")
+		pl, err := r.plan(Request{Lang: lang, Runtime: runtime})
 		if err != nil {
 			cancel()
 			return err
 		}
+		if _, dup := p.plans[poolKey(pl.req)]; dup {
+			continue
+		}
 		rootfs, err := snapshots.Resolve(ctx, r.client, pl.image)
 		if err != nil {
 			cancel()
-			return fmt.Errorf("warm pool for %s: %w", lang, err)
+			return fmt.Errorf("warm pool for %s: %w", entry, err)
 		}
 		// Two fillers use both cores of a small host when requests wait;
 		// each blocks on a full channel holding one more in hand.
 		fillers := min(size, 2)
 		ch := make(chan *sandbox, size-fillers)
-		p.ready[lang], p.plans[lang] = ch, pl
+		p.ready[poolKey(pl.req)], p.plans[poolKey(pl.req)] = ch, pl
 		for range fillers {
 			p.wg.Add(1)
 			go r.fill(ctx, p, ch, pl, rootfs)
@@ -153,6 +158,9 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, pl plan, r
 	}
 }
 
+// poolKey names a pool: a language on a runtime.
+func poolKey(q Request) string { return q.Lang + ":" + q.Runtime }
+
 // take returns a warm sandbox for p, filled with p's code and files, or nil
 // when p needs a sandbox of its own (other limits, image, environment, ...)
 // or none is ready.
@@ -160,7 +168,8 @@ func (r *Runner) take(ctx context.Context, p plan) *sandbox {
 	if r.pool == nil {
 		return nil
 	}
-	def, ok := r.pool.plans[p.req.Lang]
+	key := poolKey(p.req)
+	def, ok := r.pool.plans[key]
 	q, d := p.req, def.req
 	if !ok || q.Image != "" || len(q.Env) > 0 || q.Seccomp != nil || q.Runtime != d.Runtime ||
 		q.UID != d.UID || q.GID != d.GID || q.MemoryBytes != d.MemoryBytes || q.CPUs != d.CPUs ||
@@ -169,7 +178,7 @@ func (r *Runner) take(ctx context.Context, p plan) *sandbox {
 	}
 	var sb *sandbox
 	select {
-	case sb = <-r.pool.ready[p.req.Lang]:
+	case sb = <-r.pool.ready[key]:
 	default:
 		// None ready: a filler is making one, which is done sooner than a
 		// sandbox of our own would be (and does not compete with it).
@@ -178,7 +187,7 @@ func (r *Runner) take(ctx context.Context, p plan) *sandbox {
 		r.pool.waiting.Add(1)
 		defer r.pool.waiting.Add(-1)
 		select {
-		case sb = <-r.pool.ready[p.req.Lang]:
+		case sb = <-r.pool.ready[key]:
 		case <-t.C:
 			return nil
 		case <-ctx.Done():

@@ -35,7 +35,7 @@ func serveCommand() *cli.Command {
 			&cli.Int64Flag{Name: "max-pids", Value: 256, Usage: "largest pids a request may ask"},
 			&cli.StringFlag{Name: "max-tmp-size", Value: "512MiB", Usage: "largest tmp_size a request may ask"},
 			&cli.StringFlag{Name: "max-output-limit", Value: "16MiB", Usage: "largest output_limit a request may ask"},
-			&cli.StringFlag{Name: "warm", Value: "python", Usage: "languages to keep pre-created sandboxes of (comma-separated; empty for none)"},
+			&cli.StringFlag{Name: "warm", Value: "python", Usage: "languages to keep pre-created sandboxes of, comma-separated: LANG on runc, LANG:runsc on gVisor; empty for none"},
 			&cli.IntFlag{Name: "warm-size", Value: cpus, Usage: "pre-created sandboxes per warm language"},
 			&cli.DurationFlag{Name: "shutdown-grace", Value: 30 * time.Second, Usage: "on SIGTERM, how long runs in flight may finish before they are killed"},
 		},
