@@ -41,8 +41,15 @@ func main() {
 	n := flag.Int("n", 20, "cycles per contender at one worker (four workers run 2n)")
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
+	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
 	flag.Parse()
-	if err := run(*n, *rssRuns, *boxerBin); err != nil {
+	var err error
+	if *table {
+		err = run(*n, *rssRuns, *boxerBin)
+	} else {
+		err = benchMemory(*boxerBin, address(), *rssRuns)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -78,15 +85,22 @@ func command(f func(i int) *exec.Cmd) func(int) error {
 	}
 }
 
+// address is the containerd boxer uses: $BOXER_ADDRESS, the system one if
+// it answers, else boxer's private one.
+func address() string {
+	if a := os.Getenv("BOXER_ADDRESS"); a != "" {
+		return a
+	}
+	cfg := daemon.FromEnv()
+	if cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress) {
+		return cfg.SystemAddress
+	}
+	return cfg.Address()
+}
+
 func run(n, rssRuns int, boxerBin string) error {
 	cfg := daemon.FromEnv()
-	address := os.Getenv("BOXER_ADDRESS")
-	if address == "" {
-		address = cfg.Address()
-		if cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress) {
-			address = cfg.SystemAddress
-		}
-	}
+	address := address()
 	work, err := os.MkdirTemp("", "boxer-bench-")
 	if err != nil {
 		return err
