@@ -163,6 +163,22 @@ func (c Config) binary() (string, error) {
 // Binary returns the containerd executable boxer would start.
 func (c Config) BinaryPath() (string, error) { return c.binary() }
 
+// RuncShimPath is the runc shim the private daemon runs for
+// io.containerd.runc.v2: found as its PATH (daemonEnv) finds it.
+func (c Config) RuncShimPath() (string, error) {
+	bin, err := c.binary()
+	if err != nil {
+		return "", err
+	}
+	const name = "containerd-shim-runc-v2"
+	for _, dir := range []string{filepath.Dir(bin), LibexecDir} {
+		if p := filepath.Join(dir, name); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return exec.LookPath(name)
+}
+
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0

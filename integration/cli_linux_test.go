@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -228,6 +231,75 @@ func TestSIGKILLLeftoversReaped(t *testing.T) {
 		t.Errorf("next run: %q %q", r.stdout, r.stderr)
 	}
 	assertClean(t)
+}
+
+// TestShimKilledMidRun kills a sandbox's shim with SIGKILL while its program
+// runs. containerd then cleans up after the dead shim by running the shim's
+// delete, which must reach the real shim through boxer's wrapper (runc state
+// and mounts are still there) and remove the container; boxer must end, and
+// nothing may be left.
+func TestShimKilledMidRun(t *testing.T) {
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--json", "--lang", "python", "-c", "import time; time.sleep(60)")
+	cmd.Env = testEnv
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForTask(t)
+	// The shim daemon is the one whose parent is init (it double-forks); a
+	// child it forked to run runc has the same command line for a moment.
+	var pid int
+	for deadline := time.Now().Add(10 * time.Second); pid == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, p := range processesMatching(stateDir) {
+			n, _ := strconv.Atoi(strings.Fields(p)[0])
+			if parentPID(n) == 1 {
+				pid = n
+			}
+		}
+	}
+	if pid == 0 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no shim daemon among %q", processesMatching(stateDir))
+	}
+	must(t, syscall.Kill(pid, syscall.SIGKILL))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatal("boxer did not end within 30s of its shim's death")
+	}
+	var res result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Status == "exited" && res.ExitCode == 0 {
+		t.Errorf("result after the shim's death: %v %s", err, out.String())
+	}
+	// containerd's cleanup after a dead shim runs on its own, after boxer
+	// has removed what it can; it must finish within a bounded time.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if len(processesMatching(stateDir)) == 0 && len(runtimeState()) == 0 {
+			break
+		}
+	}
+	assertClean(t)
+}
+
+// parentPID reads a process's parent from /proc, 0 if it is gone.
+func parentPID(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
 }
 
 // TestClosedStdout reads one line and closes the pipe, as '| head -1' does:

@@ -103,6 +103,23 @@ func removeTestWorld(base string) bool {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	// Containers whose shim is gone (killed above, or by a test) may still
+	// have a runc init process: runc removes them, their processes and
+	// cgroups.
+	runcRoot := filepath.Join("/run/containerd/runc", namespace)
+	entries, _ := os.ReadDir(runcRoot)
+	for _, e := range entries {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: runtime state", filepath.Join(runcRoot, e.Name()))
+		switch id, isRunsc := strings.CutSuffix(e.Name(), ".state"); {
+		case e.IsDir(): // runc's
+			_ = exec.Command("runc", "--root", runcRoot, "delete", "--force", e.Name()).Run()
+		case isRunsc: // runsc's: ID_sandbox:ID.state
+			id, _, _ = strings.Cut(id, "_sandbox:")
+			_ = exec.Command("runsc", "--root", runcRoot, "delete", "--force", id).Run()
+		}
+	}
+	_ = os.RemoveAll(runcRoot)
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	var points []string
 	for _, line := range strings.Split(string(mounts), "\n") {
@@ -257,6 +274,22 @@ func assertClean(t *testing.T) {
 	for _, e := range runs {
 		t.Errorf("run directory left behind: %s", e.Name())
 	}
+	for _, p := range runtimeState() {
+		t.Errorf("runtime state left behind: %s", p)
+	}
+}
+
+// runtimeState lists containerd's task bundles and the runc shim's runc (or
+// runsc) state of this test run.
+func runtimeState() []string {
+	var out []string
+	for _, dir := range []string{filepath.Join(stateDir, "containerd", "io.containerd.runtime.v2.task", namespace), filepath.Join("/run/containerd/runc", namespace)} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out
 }
 
 // cgroupDirs are the parents of this test run's sandbox cgroups, in every

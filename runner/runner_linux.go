@@ -65,8 +65,11 @@ type Runner struct {
 	nofile    uint64
 	owner     string
 	reaped    chan struct{}
-	pool      *pool
-	cleanups  sync.WaitGroup
+	// shim is the runtime for containerd: io.containerd.runc.v2, or the
+	// path of boxer's wrapper around it (see shimScript).
+	shim     string
+	pool     *pool
+	cleanups sync.WaitGroup
 }
 
 // New connects to containerd (starting boxer's private one if needed) and
@@ -93,12 +96,35 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		nofile:    nofileLimit(),
 		owner:     selfOwner(),
 		reaped:    make(chan struct{}),
+		shim:      runcShim,
+	}
+	if address == o.Daemon.Address() {
+		r.useShimWrapper(ctx, o.Daemon)
 	}
 	go func() {
 		defer close(r.reaped)
 		r.reap(context.WithoutCancel(ctx))
 	}()
 	return r, nil
+}
+
+// useShimWrapper runs the private daemon's sandboxes through shimScript when
+// that daemon is containerd 2.x (the version that re-runs the shim's delete).
+// Without it everything works the same, only slower.
+func (r *Runner) useShimWrapper(ctx context.Context, c daemon.Config) {
+	v, err := r.client.Version(ctx)
+	if err != nil || !strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.") {
+		return
+	}
+	real, err := c.RuncShimPath()
+	if err != nil {
+		return
+	}
+	if p, err := r.shimWrapper(real); err == nil {
+		r.shim = p
+	} else {
+		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
+	}
 }
 
 // Client is the containerd client, for image management.
@@ -330,8 +356,9 @@ func (r *Runner) run(ctx context.Context, res Result, p plan, rootfs snapshots.R
 		return execFailure(res, err)
 	}
 	defer func() {
-		if err := sb.destroy(ctx); err != nil && retErr == nil {
-			retErr = err
+		if err := sb.destroy(ctx); err != nil {
+			// An interrupted run says so, and what could not be removed.
+			retErr = errors.Join(retErr, err)
 		}
 	}()
 	if ctx.Err() != nil {
@@ -720,9 +747,18 @@ func destroy(ctx context.Context, c containerd.Container) error {
 	var errs []error
 	if task, err := c.Task(ctx, nil); err == nil {
 		if _, err := task.Delete(ctx); errdefs.IsFailedPrecondition(err) {
-			// Still running: kill everything in it, wait, delete.
+			// Still running, or created and never started: kill everything
+			// in it, wait, delete.
 			if statusC, werr := task.Wait(ctx); werr == nil {
-				_ = task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll)
+				if st, err := task.Status(ctx); err == nil && st.Status == containerd.Created && task.Pid() > 0 {
+					// Never started: runsc cannot signal a container with no
+					// process yet, and its task's process — the sandbox's
+					// own, a child of the shim, unreaped until it exits — is
+					// ours to end (for runc it is runc init).
+					_ = unix.Kill(int(task.Pid()), unix.SIGKILL)
+				} else {
+					_ = task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll)
+				}
 				select {
 				case <-statusC:
 				case <-ctx.Done():

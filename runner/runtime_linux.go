@@ -1,11 +1,11 @@
 package runner
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
@@ -30,7 +30,7 @@ const runscPidsOverhead = 256
 func (r *Runner) runtime(name string) (string, any, error) {
 	switch name {
 	case "runc":
-		return runcShim, nil, nil
+		return r.shim, nil, nil
 	case "runsc":
 		bin, err := runscBinary()
 		if err != nil {
@@ -40,7 +40,7 @@ func (r *Runner) runtime(name string) (string, any, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		return runcShim, &runcoptions.Options{BinaryName: wrapper}, nil
+		return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
 	}
 	return "", nil, invalid(fmt.Sprintf("--runtime %q: use runc or runsc", name))
 }
@@ -62,26 +62,78 @@ func isExecutable(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
-// runscWrapper writes (once, atomically) the script the shim runs as its
-// "runc" binary.
+// runscWrapper writes the script the shim runs as its "runc" binary.
 func (r *Runner) runscWrapper(bin string) (string, error) {
-	path := filepath.Join(r.stateDir, "runsc")
-	var b bytes.Buffer
+	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by boxer: runsc with boxer's flags, for containerd's runc shim.\nexec %s", bin)
 	for _, f := range RunscFlags {
 		fmt.Fprintf(&b, " %s", f)
 	}
 	b.WriteString(" \"$@\"\n")
-	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, b.Bytes()) {
+	return writeScript(filepath.Join(r.stateDir, "runsc"), b.String())
+}
+
+// runcRoot is where the runc shim keeps runc's (and runsc's) state, one
+// directory per namespace (the shim's default; boxer sets no other).
+const runcRoot = "/run/containerd/runc"
+
+// shimScript is containerd's runc shim without one redundant step. After
+// every task delete, containerd 2.x runs "<shim> delete" once the shim's
+// connection closes, and the shim runs "runc delete --force" a second time:
+// two program starts, about 40 ms here, on every sandbox's path. When runc
+// has no state left for the container and its rootfs is not mounted, that
+// cleanup has nothing to do, and the script answers at once: a DeleteResponse
+// with exit status 255, what containerd assumes when it learns nothing (it
+// uses the answer only if the task's own delete failed). Everything else —
+// a shim that died with its container still there, start, -info — goes to
+// the real shim.
+const shimScript = `#!/bin/sh
+# Written by boxer: containerd's runc shim, without the second "runc delete"
+# containerd 2.x runs after each task is deleted (see boxer's runner package).
+shim=%s
+root=%s
+for a; do last=$a; done
+if [ "$last" = delete ]; then
+	ns= id= prev=
+	for a; do
+		case $prev in -namespace) ns=$a ;; -id) id=$a ;; esac
+		prev=$a
+	done
+	left=
+	case $PWD in *[[:space:]\\]*) left=1 ;; esac
+	for f in "$root/$ns/$id" "$root/$ns/"*"$id"*; do [ -e "$f" ] && left=1; done
+	if [ -n "$ns" ] && [ -n "$id" ] && [ -z "$left" ] && ! grep -qF " $PWD/rootfs " /proc/self/mountinfo; then
+		printf '\020\377\001'
+		exit 0
+	fi
+fi
+exec "$shim" "$@"
+`
+
+// shimWrapper writes the shimScript for the runc shim at real and returns
+// its path, which containerd takes as a runtime.
+func (r *Runner) shimWrapper(real string) (string, error) {
+	return writeScript(filepath.Join(r.stateDir, "shim"), fmt.Sprintf(shimScript, shellQuote(real), shellQuote(runcRoot)))
+}
+
+// shellQuote quotes s for sh: single quotes, and each ' as '\”.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeScript writes an executable script once: atomically, and only when
+// its content changed, so that concurrent boxer processes agree.
+func writeScript(path, content string) (string, error) {
+	if cur, err := os.ReadFile(path); err == nil && string(cur) == content {
 		return path, nil
 	}
 	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, b.Bytes(), 0o755); err != nil {
-		return "", fmt.Errorf("writing runsc wrapper: %w", err)
+	if err := os.WriteFile(tmp, []byte(content), 0o755); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("writing runsc wrapper: %w", err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
 }

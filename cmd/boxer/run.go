@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,6 +83,9 @@ func runAction(c *cli.Context) error {
 	if errors.Is(err, runner.ErrInterrupted) || err != nil && c.Context.Err() != nil {
 		if jsonOut {
 			printJSON(res)
+		}
+		if err != nil && err != runner.ErrInterrupted && !errors.Is(err, context.Canceled) {
+			return &exitError{code: interruptedCode(), msg: "interrupted; " + err.Error()}
 		}
 		return &exitError{code: interruptedCode(), msg: "interrupted: sandbox " + res.ID + " removed"}
 	}
