@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -300,6 +301,37 @@ func parentPID(pid int) int {
 	}
 	ppid, _ := strconv.Atoi(fields[1])
 	return ppid
+}
+
+// TestConcurrentRuns runs 40 sandboxes from 4 boxer processes at a time:
+// every one must succeed (each boxer's reaper looks at the others' run
+// directories while they are being made) and nothing may be left.
+func TestConcurrentRuns(t *testing.T) {
+	const workers, total = 4, 40
+	var mu sync.Mutex
+	next := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= total {
+					return
+				}
+				r := boxer(t, nil, "run", "--lang", "python", "-c", fmt.Sprintf("print(%d)", i))
+				if r.code != 0 || r.stdout != fmt.Sprintf("%d\n", i) {
+					t.Errorf("run %d: exit %d, stdout %q, stderr %q", i, r.code, r.stdout, r.stderr)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	assertClean(t)
 }
 
 // TestClosedStdout reads one line and closes the pipe, as '| head -1' does:

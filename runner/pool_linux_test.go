@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -69,5 +70,30 @@ func TestGated(t *testing.T) {
 	got = gated(args, []string{"PWD=/workspace"})
 	if got[2] != `read -r _ && exec "$@"` {
 		t.Errorf("with PWD set, the gate is %q", got[2])
+	}
+}
+
+// TestRunDirVerdict: the reaper never removes a run directory whose owner
+// file is being written (missing or empty) unless it is old, nor one whose
+// owner lives.
+func TestRunDirVerdict(t *testing.T) {
+	missing := os.ErrNotExist
+	for _, c := range []struct {
+		name  string
+		owner string
+		err   error
+		age   time.Duration
+		want  dirVerdict
+	}{
+		{"being made, no owner yet", "", missing, time.Second, keepDir},
+		{"being made, owner half-written", "", nil, time.Second, keepDir},
+		{"abandoned before its owner", "", missing, 2 * time.Minute, removeDir},
+		{"live owner", selfOwner(), nil, time.Hour, keepDir},
+		{"dead owner", "1:0", nil, time.Second, removeUnlessContainer},
+		{"garbage owner", "x", nil, time.Second, removeUnlessContainer},
+	} {
+		if got := runDirVerdict([]byte(c.owner), c.err, c.age); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
 	}
 }

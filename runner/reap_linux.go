@@ -35,17 +35,45 @@ func (r *Runner) reap(ctx context.Context) {
 	for _, e := range entries {
 		dir := filepath.Join(r.runsDir, e.Name())
 		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
-		if err != nil {
-			// A run writes its owner right after creating the directory.
-			if info, serr := e.Info(); serr == nil && time.Since(info.ModTime()) > time.Minute {
-				_ = removeRunDir(dir)
-			}
-			continue
+		var age time.Duration
+		if info, serr := e.Info(); serr == nil {
+			age = time.Since(info.ModTime())
 		}
-		if !ownerAlive(string(owner)) {
+		switch runDirVerdict(owner, err, age) {
+		case removeDir:
+			_ = removeRunDir(dir)
+		case removeUnlessContainer:
 			if _, err := r.client.LoadContainer(ctx, e.Name()); err != nil {
 				_ = removeRunDir(dir)
 			}
 		}
 	}
+}
+
+// dirVerdict is what the reaper does with a run directory.
+type dirVerdict int
+
+const (
+	keepDir dirVerdict = iota
+	removeDir
+	removeUnlessContainer
+)
+
+// runDirVerdict decides for a run directory from its owner file (contents,
+// read error) and its age. A run writes its owner right after creating the
+// directory, atomically (an older boxer wrote it in place): a directory
+// without an owner, or with an empty one, is another run's being made,
+// unless it is old. One whose owner is dead goes, unless its container
+// exists (then the container's reaping removes both).
+func runDirVerdict(owner []byte, readErr error, age time.Duration) dirVerdict {
+	switch {
+	case readErr != nil || len(owner) == 0:
+		if age > time.Minute {
+			return removeDir
+		}
+		return keepDir
+	case ownerAlive(string(owner)):
+		return keepDir
+	}
+	return removeUnlessContainer
 }

@@ -424,7 +424,9 @@ func (r *Runner) prepare(ctx context.Context, id string, p plan, rootfs snapshot
 			}
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(sb.runDir, "owner"), []byte(r.owner), 0o600); err != nil {
+	// Atomically: a concurrent boxer's reaper must never read it half-written
+	// (an empty owner is a dead one) and remove this run's directory.
+	if err := writeFileAtomic(filepath.Join(sb.runDir, "owner"), []byte(r.owner), 0o600); err != nil {
 		return nil, fmt.Errorf("writing run owner: %w", err)
 	}
 	sb.limits = p.limits

@@ -127,13 +127,22 @@ func writeScript(path, content string) (string, error) {
 	if cur, err := os.ReadFile(path); err == nil && string(cur) == content {
 		return path, nil
 	}
-	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, []byte(content), 0o755); err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := writeFileAtomic(path, []byte(content), 0o755); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames
+// it into place: readers see all of it or none.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
