@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -258,18 +259,9 @@ func hostHasSwap() bool {
 // empty. A runtime that fails half-way through creating a sandbox (runsc
 // does) can leave it behind; rmdir never removes a cgroup with processes.
 func Remove(m Mode, path string) error {
-	var dirs []string
-	switch m {
-	case Unified:
-		dirs = []string{filepath.Join(Root, path)}
-	case Legacy, Hybrid:
-		entries, err := os.ReadDir(Root)
-		if err != nil {
-			return err
-		}
-		for _, e := range entries {
-			dirs = append(dirs, filepath.Join(Root, e.Name(), path))
-		}
+	dirs, err := dirsAt(m, Root, path)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, d := range dirs {
@@ -278,4 +270,60 @@ func Remove(m Mode, path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Exists reports whether the cgroup at path is there in any hierarchy.
+func Exists(m Mode, path string) bool {
+	return existsAt(m, Root, path)
+}
+
+func existsAt(m Mode, root, path string) bool {
+	dirs, _ := dirsAt(m, root, path)
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Kill sends SIGKILL to every process in the cgroup at path and says how
+// many it found. Only for a sandbox's own cgroup, whose processes are all
+// the sandbox's.
+func Kill(m Mode, path string) int {
+	dirs, _ := dirsAt(m, Root, path)
+	seen := map[int]bool{}
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil && pid > 0 && !seen[pid] {
+				seen[pid] = true
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+	}
+	return len(seen)
+}
+
+// dirsAt lists the directories of the cgroup at path: one on cgroup v2, one
+// per hierarchy on v1 and hybrid hosts.
+func dirsAt(m Mode, root, path string) ([]string, error) {
+	switch m {
+	case Unified:
+		return []string{filepath.Join(root, path)}, nil
+	case Legacy, Hybrid:
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			return nil, err
+		}
+		var dirs []string
+		for _, e := range entries {
+			dirs = append(dirs, filepath.Join(root, e.Name(), path))
+		}
+		return dirs, nil
+	}
+	return nil, nil
 }

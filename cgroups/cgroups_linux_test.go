@@ -179,3 +179,31 @@ func TestVerifyRoundsMemoryToPages(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestExists finds a sandbox's cgroup in the v2 tree and in any one v1
+// hierarchy, as the reaper needs after a runtime left one behind.
+func TestExists(t *testing.T) {
+	v2 := t.TempDir()
+	if existsAt(Unified, v2, "/boxer/ns/bx-1") {
+		t.Error("v2: found a cgroup that is not there")
+	}
+	copyFixtures(t, "testdata/v2", filepath.Join(v2, "boxer", "ns", "bx-1"))
+	if !existsAt(Unified, v2, "/boxer/ns/bx-1") || existsAt(Unified, v2, "/boxer/ns/bx-2") {
+		t.Error("v2: exists is wrong")
+	}
+	v1 := t.TempDir()
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		if err := os.MkdirAll(filepath.Join(v1, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if existsAt(Hybrid, v1, "/boxer/ns/bx-1") {
+		t.Error("v1: found a cgroup that is not there")
+	}
+	if err := os.MkdirAll(filepath.Join(v1, "pids", "boxer", "ns", "bx-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if !existsAt(Hybrid, v1, "/boxer/ns/bx-1") || existsAt(Legacy, v1, "/boxer/ns/bx-2") {
+		t.Error("v1: exists is wrong")
+	}
+}

@@ -19,6 +19,7 @@ func (r *Runner) reap(ctx context.Context) {
 		log.G(ctx).WithError(err).Debug("listing sandboxes to reap")
 		return
 	}
+	var reaped []string
 	for _, c := range containers {
 		labels, err := c.Labels(ctx)
 		if err != nil || ownerAlive(labels[LabelOwner]) {
@@ -29,6 +30,10 @@ func (r *Runner) reap(ctx context.Context) {
 			continue
 		}
 		_ = removeRunDir(filepath.Join(r.runsDir, c.ID()))
+		reaped = append(reaped, c.ID())
+	}
+	if len(reaped) > 0 {
+		r.sweep(ctx, reaped)
 	}
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(r.runsDir)

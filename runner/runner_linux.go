@@ -67,9 +67,13 @@ type Runner struct {
 	reaped    chan struct{}
 	// shim is the runtime for containerd: io.containerd.runc.v2, or the
 	// path of boxer's wrapper around it (see shimScript).
-	shim     string
-	pool     *pool
-	cleanups sync.WaitGroup
+	shim string
+	// realShim is the runc shim's binary and bundlesDir containerd's task
+	// bundles, where known (boxer's private daemon): for the reaper's sweep.
+	realShim   string
+	bundlesDir string
+	pool       *pool
+	cleanups   sync.WaitGroup
 }
 
 // New connects to containerd (starting boxer's private one if needed) and
@@ -99,7 +103,9 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		shim:      runcShim,
 	}
 	if address == o.Daemon.Address() {
-		r.useShimWrapper(ctx, o.Daemon)
+		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), taskBundles)
+		r.realShim, _ = o.Daemon.RuncShimPath()
+		r.useShimWrapper(ctx)
 	}
 	go func() {
 		defer close(r.reaped)
@@ -111,16 +117,12 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 // useShimWrapper runs the private daemon's sandboxes through shimScript when
 // that daemon is containerd 2.x (the version that re-runs the shim's delete).
 // Without it everything works the same, only slower.
-func (r *Runner) useShimWrapper(ctx context.Context, c daemon.Config) {
+func (r *Runner) useShimWrapper(ctx context.Context) {
 	v, err := r.client.Version(ctx)
-	if err != nil || !strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.") {
+	if err != nil || !strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.") || r.realShim == "" {
 		return
 	}
-	real, err := c.RuncShimPath()
-	if err != nil {
-		return
-	}
-	if p, err := r.shimWrapper(real); err == nil {
+	if p, err := r.shimWrapper(r.realShim); err == nil {
 		r.shim = p
 	} else {
 		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
