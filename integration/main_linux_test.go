@@ -133,8 +133,29 @@ func removeTestWorld(base string) bool {
 		fmt.Fprintln(os.Stderr, "leak: mount", m)
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
-	// The namespace's parent cgroups are this test run's: empty ones go.
+	// The namespace's cgroups are this test run's: a sandbox's left behind
+	// loses its processes (sandbox processes of this run) and goes, then
+	// the empty parents.
 	for _, dir := range cgroupDirs() {
+		leaves, _ := filepath.Glob(filepath.Join(dir, "bx-*"))
+		for _, leaf := range leaves {
+			clean = false
+			fmt.Fprintln(os.Stderr, "leak: cgroup", leaf)
+			procs, _ := os.ReadFile(filepath.Join(leaf, "cgroup.procs"))
+			for _, f := range strings.Fields(string(procs)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		for _, leaf := range leaves {
+			for i := 0; i < 50; i++ {
+				if err := os.Remove(leaf); err == nil || os.IsNotExist(err) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 		_ = os.Remove(dir)
 	}
 	if len(points) == 0 {
