@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -39,6 +40,14 @@ func TestMCP(t *testing.T) {
 		t.Errorf("tools %v", names)
 	}
 
+	// boxer mcp keeps one python sandbox pre-created: the first call takes
+	// it (it is gone after the call, and another is made).
+	waitForTask(t)
+	tasks, err := client.TaskService().List(ctx, nil)
+	if err != nil || len(tasks.Tasks) != 1 {
+		t.Fatalf("want one pre-created sandbox: %v %v", tasks, err)
+	}
+	warmID := tasks.Tasks[0].ID
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
 		"language": "python",
 		"code":     "import sys\nprint(6 * 7, open('in.txt').read(), sys.stdin.read())",
@@ -57,6 +66,15 @@ func TestMCP(t *testing.T) {
 	text := res.Content[0].(*mcp.TextContent).Text
 	if !strings.Contains(text, "exited with code 0") || !strings.Contains(text, "42 from a file from stdin") {
 		t.Errorf("text summary %q", text)
+	}
+	// Taken, it has run the call's program and is stopped or removed; not
+	// taken, it would still be waiting for a program.
+	if c, err := client.LoadContainer(ctx, warmID); err == nil {
+		if task, err := c.Task(ctx, nil); err == nil {
+			if st, err := task.Status(ctx); err == nil && st.Status == containerd.Running {
+				t.Errorf("the call did not take the pre-created sandbox %s", warmID)
+			}
+		}
 	}
 
 	// A program's failure is a result; a bad call is a tool error.

@@ -16,11 +16,13 @@ func mcpCommand() *cli.Command {
 		Name:         "mcp",
 		Usage:        "speak the Model Context Protocol on stdio: tools run_code and list_languages",
 		OnUsageError: usageError,
-		Flags: []cli.Flag{
+		// An agent calls its tools one at a time: one pre-created sandbox
+		// makes each call's wait a fraction of a cold start.
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
-		},
+		}, warmFlags(1)...),
 		Action: func(c *cli.Context) error {
 			max := server.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
@@ -33,6 +35,9 @@ func mcpCommand() *cli.Command {
 				return err
 			}
 			defer r.Close()
+			if err := startWarm(c, r); err != nil {
+				return err
+			}
 			s := server.NewMCP(r, max, c.Int("concurrency"), version)
 			if err := s.Run(c.Context, &mcp.StdioTransport{}); err != nil && c.Context.Err() == nil {
 				return fail("mcp: %v", err)

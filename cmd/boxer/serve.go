@@ -18,7 +18,7 @@ import (
 
 func serveCommand() *cli.Command {
 	cpus := runtime.NumCPU()
-	return &cli.Command{
+	cmd := &cli.Command{
 		Name:         "serve",
 		Usage:        "serve POST /v1/runs, /healthz and /metrics over HTTP",
 		OnUsageError: usageError,
@@ -35,12 +35,12 @@ func serveCommand() *cli.Command {
 			&cli.Int64Flag{Name: "max-pids", Value: 256, Usage: "largest pids a request may ask"},
 			&cli.StringFlag{Name: "max-tmp-size", Value: "512MiB", Usage: "largest tmp_size a request may ask"},
 			&cli.StringFlag{Name: "max-output-limit", Value: "16MiB", Usage: "largest output_limit a request may ask"},
-			&cli.StringFlag{Name: "warm", Value: "python", Usage: "languages to keep pre-created sandboxes of, comma-separated: LANG on runc, LANG:runsc on gVisor; empty for none"},
-			&cli.IntFlag{Name: "warm-size", Value: cpus, Usage: "pre-created sandboxes per warm language"},
 			&cli.DurationFlag{Name: "shutdown-grace", Value: 30 * time.Second, Usage: "on SIGTERM, how long runs in flight may finish before they are killed"},
 		},
 		Action: serveAction,
 	}
+	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
+	return cmd
 }
 
 func serveAction(c *cli.Context) error {
@@ -106,14 +106,8 @@ func serveAction(c *cli.Context) error {
 	if h := r.Health(c.Context); !h.OK {
 		fmt.Fprintf(os.Stderr, "boxer: warning: not every preset's image is there (%v): run 'boxer setup'\n", h.Images)
 	}
-	var warm []string
-	for _, l := range strings.Split(c.String("warm"), ",") {
-		if l = strings.TrimSpace(l); l != "" {
-			warm = append(warm, l)
-		}
-	}
-	if err := r.StartPool(c.Context, warm, c.Int("warm-size")); err != nil {
-		return fail("--warm: %v", err)
+	if err := startWarm(c, r); err != nil {
+		return err
 	}
 	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)
 	errc := make(chan error, 1)
