@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
 )
 
@@ -19,21 +20,26 @@ func (r *Runner) reap(ctx context.Context) {
 		log.G(ctx).WithError(err).Debug("listing sandboxes to reap")
 		return
 	}
-	var reaped []string
+	var halfMade []string
 	for _, c := range containers {
 		labels, err := c.Labels(ctx)
 		if err != nil || ownerAlive(labels[LabelOwner]) {
 			continue
 		}
+		created := taskCreated(ctx, c)
 		if err := destroy(ctx, c); err != nil {
 			log.G(ctx).WithError(err).Warnf("reaping sandbox %s", c.ID())
 			continue
 		}
 		_ = removeRunDir(filepath.Join(r.runsDir, c.ID()))
-		reaped = append(reaped, c.ID())
+		if !created {
+			halfMade = append(halfMade, c.ID())
+		}
 	}
-	if len(reaped) > 0 {
-		r.sweep(ctx, reaped)
+	// Only a sandbox whose task was not fully made when its boxer died can
+	// have parts containerd lost (see sweep).
+	if len(halfMade) > 0 {
+		r.sweep(ctx, halfMade)
 	}
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(r.runsDir)
@@ -53,6 +59,18 @@ func (r *Runner) reap(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// taskCreated says whether c's task was fully made: it has run, or runs.
+// No task, or one still in the created state (or whose state containerd
+// cannot tell), may be a creation its boxer's death cut short.
+func taskCreated(ctx context.Context, c containerd.Container) bool {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && (st.Status == containerd.Running || st.Status == containerd.Stopped || st.Status == containerd.Paused)
 }
 
 // dirVerdict is what the reaper does with a run directory.
