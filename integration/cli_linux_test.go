@@ -308,21 +308,17 @@ func parentPID(pid int) int {
 // directories while they are being made) and nothing may be left.
 func TestConcurrentRuns(t *testing.T) {
 	const workers, total = 4, 40
-	var mu sync.Mutex
-	next := 0
+	runs := make(chan int, total)
+	for i := range total {
+		runs <- i
+	}
+	close(runs)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= total {
-					return
-				}
+			for i := range runs {
 				r := boxer(t, nil, "run", "--lang", "python", "-c", fmt.Sprintf("print(%d)", i))
 				if r.code != 0 || r.stdout != fmt.Sprintf("%d\n", i) {
 					t.Errorf("run %d: exit %d, stdout %q, stderr %q", i, r.code, r.stdout, r.stderr)
