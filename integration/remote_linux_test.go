@@ -18,9 +18,12 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	"github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/boxer-dev/boxer/snapshots"
 )
 
 // helloSource is a static program for images that hold nothing else: no
@@ -112,6 +115,61 @@ func TestImportDockerArchive(t *testing.T) {
 		t.Errorf("rm: %q", rm.stderr)
 	}
 	assertClean(t)
+}
+
+// TestViewSurvivesCollector re-creates a foreign image's view again and
+// again while containerd's garbage collector runs without pause: the
+// mount-point layer under the view, unreferenced between two views, must
+// never be collected between being found (or made) and being used.
+func TestViewSurvivesCollector(t *testing.T) {
+	file := dockerArchive(t, buildHello(t), "hello-gc:1")
+	if r := boxer(t, nil, "image", "import", file); r.code != 0 {
+		t.Fatalf("import: exit %d stderr %q", r.code, r.stderr)
+	}
+	defer func() {
+		if rm := boxer(t, nil, "image", "rm", "hello-gc:1"); rm.code != 0 {
+			t.Errorf("rm: %q", rm.stderr)
+		}
+		assertClean(t)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stop := make(chan struct{})
+	collected := make(chan int)
+	go func() {
+		n := 0
+		defer func() { collected <- n }()
+		ls := client.LeasesService()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			l, err := ls.Create(ctx, leases.WithRandomID())
+			if err != nil {
+				return
+			}
+			if ls.Delete(ctx, l, leases.SynchronousDelete) == nil {
+				n++
+			}
+		}
+	}()
+	sn := client.SnapshotService(snapshots.Snapshotter)
+	var failed error
+	for i := 0; i < 40 && failed == nil; i++ {
+		var r snapshots.Rootfs
+		if r, failed = snapshots.Resolve(ctx, client, "hello-gc:1"); failed == nil {
+			failed = sn.Remove(ctx, r.Key)
+		}
+	}
+	close(stop)
+	if n := <-collected; n < 10 {
+		t.Errorf("the collector ran only %d times", n)
+	}
+	if failed != nil {
+		t.Fatal(failed)
+	}
 }
 
 func TestImportOCILayout(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/errdefs"
@@ -88,6 +89,13 @@ func createView(ctx context.Context, client *containerd.Client, img images.Image
 		return Rootfs{}, fmt.Errorf("reading layers of %s: %w", r.Image, err)
 	}
 	parent := identity.ChainID(diffIDs).String()
+	// Until the view exists nothing but this lease keeps the mount-point
+	// layer from containerd's garbage collector, which may run at any time.
+	ctx, done, err := client.WithLease(ctx)
+	if err != nil {
+		return Rootfs{}, fmt.Errorf("preparing %s: %w", r.Image, err)
+	}
+	defer done(context.WithoutCancel(ctx))
 	if img.Labels[LabelBuildKey] == "" {
 		// Not built by boxer: the image may lack the mount points a
 		// read-only root needs (/workspace, /code, even /proc).
@@ -122,20 +130,26 @@ var mountPoints = []struct {
 
 // mountPointLayer commits, once per image, a small snapshot on top of the
 // image's layers that holds the mount points, and returns its name for the
-// shared view to sit on.
+// shared view to sit on. ctx must carry a lease, which then holds the layer
+// until the caller's view references it.
 func mountPointLayer(ctx context.Context, client *containerd.Client, img images.Image, parent string) (string, error) {
 	name := "boxer-base-" + img.Target.Digest.Encoded()
+	lease, ok := leases.FromContext(ctx)
+	if !ok {
+		return "", errors.New("mount-point layer: no lease in context")
+	}
+	// A layer left by an earlier view may be unreferenced: the lease must
+	// hold it before it is found, or the collector could take it between
+	// this stat and the view.
+	if err := client.LeasesService().AddResource(ctx, leases.Lease{ID: lease}, leases.Resource{ID: name, Type: "snapshots/" + Snapshotter}); err != nil {
+		return "", err
+	}
 	sn := client.SnapshotService(Snapshotter)
 	if _, err := sn.Stat(ctx, name); err == nil {
 		return name, nil
 	} else if !errdefs.IsNotFound(err) {
 		return "", err
 	}
-	ctx, done, err := client.WithLease(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer done(context.WithoutCancel(ctx))
 	active := fmt.Sprintf("%s-prep-%d", name, time.Now().UnixNano())
 	mounts, err := sn.Prepare(ctx, active, parent)
 	if err != nil {
