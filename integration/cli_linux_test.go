@@ -174,6 +174,21 @@ func TestUnreachableContainerd(t *testing.T) {
 	assertClean(t)
 }
 
+// waitExit waits up to d for the started cmd to exit. If it does not, it is
+// killed and reaped, and waitExit reports false.
+func waitExit(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		return false
+	}
+}
+
 // TestInterrupt sends SIGINT or SIGTERM to boxer at moments spread over a
 // run's life (connecting, creating, running) and checks that every time the
 // sandbox is gone when boxer exits.
@@ -188,12 +203,7 @@ func TestInterrupt(t *testing.T) {
 				}
 				time.Sleep(delay)
 				_ = cmd.Process.Signal(sig)
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				select {
-				case <-done:
-				case <-time.After(20 * time.Second):
-					_ = cmd.Process.Kill()
+				if !waitExit(cmd, 20*time.Second) {
 					t.Fatalf("boxer did not exit within 20s of %s", sig)
 				}
 				code := cmd.ProcessState.ExitCode()
@@ -265,13 +275,7 @@ func TestShimKilledMidRun(t *testing.T) {
 		t.Fatalf("no shim daemon among %q", processesMatching(stateDir))
 	}
 	must(t, syscall.Kill(pid, syscall.SIGKILL))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	if !waitExit(cmd, 30*time.Second) {
 		t.Fatal("boxer did not end within 30s of its shim's death")
 	}
 	var res result
