@@ -7,17 +7,18 @@ import (
 )
 
 // TestPackageDirection keeps imports pointing one way: cmd → server →
-// runner → oci, snapshots, seccomp, cgroups, daemon. Nothing below runner
+// runner → oci, snapshots, seccomp, cgroups, daemon, reaper (→ cgroups). Nothing below runner
 // imports runner, nothing below server imports server, and no library
 // package imports cmd.
 func TestPackageDirection(t *testing.T) {
 	const mod = "github.com/boxer-dev/boxer/"
 	forbidden := map[string][]string{
-		"oci":       {"runner", "cmd", "server", "snapshots", "daemon"},
-		"seccomp":   {"runner", "cmd", "server", "oci", "snapshots", "cgroups", "daemon"},
-		"cgroups":   {"runner", "cmd", "server", "oci", "snapshots", "seccomp", "daemon"},
-		"snapshots": {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "daemon"},
-		"daemon":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots"},
+		"oci":       {"runner", "cmd", "server", "snapshots", "daemon", "reaper"},
+		"seccomp":   {"runner", "cmd", "server", "oci", "snapshots", "cgroups", "daemon", "reaper"},
+		"cgroups":   {"runner", "cmd", "server", "oci", "snapshots", "seccomp", "daemon", "reaper"},
+		"snapshots": {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "daemon", "reaper"},
+		"daemon":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "reaper"},
+		"reaper":    {"runner", "cmd", "server", "oci", "seccomp", "snapshots", "daemon"},
 		"runner":    {"cmd", "server"},
 		"server":    {"cmd"},
 	}

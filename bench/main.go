@@ -117,7 +117,11 @@ func run(n, rssRuns int, boxerBin string) error {
 		return fmt.Errorf("making runc bundle: %w", err)
 	}
 	ctr := filepath.Join(daemon.LibexecDir, "ctr")
-	image := runner.Presets["python"].Image
+	python, err := runner.LookupPreset("python")
+	if err != nil {
+		return err
+	}
+	image := python.Image
 	ctrRun := func(name string, extra ...string) func(i int) *exec.Cmd {
 		return func(i int) *exec.Cmd {
 			args := append([]string{"-a", address, "-n", "boxer", "run", "--rm", "--read-only", "--seccomp",

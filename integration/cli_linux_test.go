@@ -237,6 +237,14 @@ func TestSIGKILLLeftoversReaped(t *testing.T) {
 	if ctrs, _ := client.Containers(ctx); len(ctrs) != 1 {
 		t.Fatalf("want the killed run's container left behind, found %d", len(ctrs))
 	}
+	// Clients that make no sandbox do not reap (nor wait for a reaper):
+	// the leftover is still there after them.
+	for _, args := range [][]string{{"image", "ls"}, {"doctor"}} {
+		boxer(t, nil, args...)
+		if ctrs, _ := client.Containers(ctx); len(ctrs) != 1 {
+			t.Fatalf("boxer %s reaped: %d containers left, want the leftover", args[0], len(ctrs))
+		}
+	}
 	r := boxer(t, nil, "run", "--lang", "python", "-c", "print('next')")
 	if r.stdout != "next\n" {
 		t.Errorf("next run: %q %q", r.stdout, r.stderr)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxer-dev/boxer/runner"
 )
 
 func TestPresetsHelloWorld(t *testing.T) {
@@ -22,6 +24,20 @@ func TestPresetsHelloWorld(t *testing.T) {
 			res, _ := runJSON(t, "--lang", tc.lang, "-c", tc.code)
 			if res.Status != "exited" || res.ExitCode != 0 || res.Stdout != tc.want {
 				t.Errorf("status %s exit %d stdout %q stderr %q", res.Status, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
+	}
+	assertClean(t)
+}
+
+// TestPresetExamples runs each preset's own first example, the one 'boxer
+// setup' suggests when that language is the first it set up: it prints 1.
+func TestPresetExamples(t *testing.T) {
+	for _, p := range runner.Presets() {
+		t.Run(p.Name, func(t *testing.T) {
+			res, _ := runJSON(t, "--lang", p.Name, "-c", p.Example)
+			if res.Status != "exited" || res.ExitCode != 0 || res.Stdout != "1\n" {
+				t.Errorf("example %q: status %s exit %d stdout %q stderr %q", p.Example, res.Status, res.ExitCode, res.Stdout, res.Stderr)
 			}
 		})
 	}

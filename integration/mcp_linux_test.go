@@ -49,11 +49,11 @@ func TestMCP(t *testing.T) {
 	}
 	warmID := tasks.Tasks[0].ID
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
-		"language": "python",
-		"code":     "import sys\nprint(6 * 7, open('in.txt').read(), sys.stdin.read())",
-		"files":    map[string]string{"in.txt": "from a file"},
-		"stdin":    "from stdin",
-		"timeout":  "20s",
+		"lang":    "python",
+		"code":    "import sys\nprint(6 * 7, open('in.txt').read(), sys.stdin.read())",
+		"files":   map[string]string{"in.txt": "from a file"},
+		"stdin":   "from stdin",
+		"timeout": "20s",
 	}})
 	if err != nil || res.IsError {
 		t.Fatalf("run_code: %v %+v", err, res)
@@ -78,7 +78,7 @@ func TestMCP(t *testing.T) {
 	}
 
 	// A program's failure is a result; a bad call is a tool error.
-	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "python", "code": "while True: pass", "timeout": "1s"}})
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"lang": "python", "code": "while True: pass", "timeout": "1s"}})
 	if err != nil || res.IsError {
 		t.Fatalf("timeout run: %v %+v", err, res)
 	}
@@ -86,7 +86,7 @@ func TestMCP(t *testing.T) {
 	if json.Unmarshal(data, &out) != nil || out.Status != "timeout" {
 		t.Errorf("timeout run: %s", data)
 	}
-	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"language": "cobol", "code": "1"}})
+	res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"lang": "cobol", "code": "1"}})
 	if err != nil || !res.IsError {
 		t.Errorf("unknown language: %v %+v", err, res)
 	}

@@ -45,11 +45,12 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// setLimit changes how much is kept, before anything is written.
-func (c *capped) setLimit(limit int64) {
+// reset sets how much is kept and where it is passed on, before anything
+// is written.
+func (c *capped) reset(limit int64, tee io.Writer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.limit = limit
+	c.limit, c.tee = limit, tee
 }
 
 // text returns what was kept, with invalid UTF-8 replaced.

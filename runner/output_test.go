@@ -33,14 +33,14 @@ func TestBuildEnvOverrides(t *testing.T) {
 	}
 }
 
-func TestValidEnv(t *testing.T) {
+func TestCheckEnv(t *testing.T) {
 	for _, kv := range []string{"A=1", "_x=", "LONG_NAME_2=a=b"} {
-		if err := validEnv(kv); err != nil {
+		if err := checkEnv(kv); err != nil {
 			t.Errorf("%q refused: %v", kv, err)
 		}
 	}
 	for _, kv := range []string{"=1", "1A=2", "A-B=1", "NOEQ", "A B=1"} {
-		if err := validEnv(kv); err == nil {
+		if err := checkEnv(kv); err == nil {
 			t.Errorf("%q accepted", kv)
 		}
 	}

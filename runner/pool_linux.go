@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,14 +12,13 @@ import (
 	"github.com/containerd/log"
 )
 
-// pool keeps sandboxes prepared ahead of requests ("warm"): container and
-// task created and started, namespaces, mounts and cgroup made, the code
-// directory and workspace empty, stdin a pipe, and the program held by a gate
-// until its request's first line of stdin (see gated). A request with a preset's default limits
-// takes one, fills it and starts it; each sandbox serves one request only.
+// pool keeps sandboxes made ahead of requests ("pre-created", or warm):
+// created, and started with their program held by the gate (see gated),
+// with an empty code directory and workspace. A request of the same Shape
+// takes one, delivers its code and files and lets the program go; each
+// serves one request only and is torn down after it.
 type pool struct {
-	ready  map[string]chan *sandbox // by language
-	plans  map[string]plan
+	ready  map[Shape]chan *sandbox
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -34,7 +31,7 @@ type pool struct {
 	busy    int
 	started atomic.Int64
 	pending atomic.Int64 // teardowns waiting for a quiet moment
-	waiting atomic.Int64 // requests waiting for a warm sandbox
+	waiting atomic.Int64 // requests waiting for a pre-created sandbox
 }
 
 const (
@@ -44,8 +41,8 @@ const (
 	// maxPendingTeardowns bounds the finished sandboxes that wait for a
 	// quiet moment; beyond it they are removed at once.
 	maxPendingTeardowns = 8
-	// warmWait is how long a request waits for a warm sandbox when none
-	// is ready before it makes its own.
+	// warmWait is how long a request waits for a pre-created sandbox when
+	// none is ready before it makes its own.
 	warmWait = time.Second
 )
 
@@ -61,6 +58,15 @@ func (p *pool) leave() {
 	p.mu.Lock()
 	p.busy--
 	p.mu.Unlock()
+}
+
+// busy marks a run under way until the function it returns is called.
+func (r *Runner) busy() func() {
+	if r.pool == nil {
+		return func() {}
+	}
+	r.pool.enter()
+	return r.pool.leave
 }
 
 // settle waits until no run is under way and none has started for
@@ -90,56 +96,61 @@ func (p *pool) settle(ctx context.Context, urgent func() bool) {
 	}
 }
 
-// StartPool keeps size warm sandboxes for each of langs (default limits;
-// "python" on runc, "python:runsc" on gVisor) until Close. Runs that fit one start faster; others run cold.
-func (r *Runner) StartPool(ctx context.Context, langs []string, size int) error {
+// StartPool keeps size pre-created sandboxes for each entry of langs
+// ("python" on runc, "python:runsc" on gVisor) until Close, shaped for a
+// request of that language whose limits are the defaults within max (the
+// limits a server gives a request that sets none). Requests of another
+// shape run cold.
+func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Maxima) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &pool{ready: map[string]chan *sandbox{}, plans: map[string]plan{}, ctx: ctx, cancel: cancel}
+	p := &pool{ready: map[Shape]chan *sandbox{}, ctx: ctx, cancel: cancel}
 	for _, entry := range langs {
 		lang, runtime, _ := strings.Cut(entry, ":")
-		pl, err := r.plan(Request{Lang: lang, Runtime: runtime})
+		req, err := Request{Lang: lang, Runtime: runtime}.NormalizeWithin(max)
 		if err != nil {
 			cancel()
 			return err
 		}
-		if _, dup := p.plans[poolKey(pl.req)]; dup {
+		if _, dup := p.ready[req.Shape()]; dup {
 			continue
 		}
-		rootfs, err := snapshots.Resolve(ctx, r.client, pl.image)
+		rootfs, err := snapshots.Resolve(ctx, r.client, req.image())
 		if err != nil {
 			cancel()
-			return fmt.Errorf("warm pool for %s: %w", entry, err)
+			return fmt.Errorf("pre-created sandboxes for %s: %w", entry, err)
 		}
 		// Two fillers use both cores of a small host when requests wait;
 		// each blocks on a full channel holding one more in hand.
 		fillers := min(size, 2)
 		ch := make(chan *sandbox, size-fillers)
-		p.ready[poolKey(pl.req)], p.plans[poolKey(pl.req)] = ch, pl
+		p.ready[req.Shape()] = ch
 		for range fillers {
 			p.wg.Add(1)
-			go r.fill(ctx, p, ch, pl, rootfs)
+			go r.fill(ctx, p, ch, req, rootfs)
 		}
 	}
 	r.pool = p
 	return nil
 }
 
-func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, pl plan, rootfs snapshots.Rootfs) {
+// fill makes sandboxes shaped for req, one after the other, as long as
+// there is room in ch.
+func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req Request, rootfs snapshots.Rootfs) {
 	defer p.wg.Done()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		// Make the next sandbox when no request is running, or at once
 		// when a request waits for one.
 		p.settle(ctx, func() bool { return p.waiting.Load() > 0 })
-		sb, err := r.prepare(ctx, newID(), pl, rootfs, true)
-		if err == nil {
-			sb.lateCleanup = true
-		}
-		if err != nil {
-			log.G(ctx).WithError(err).Warn("preparing a warm sandbox")
+		sb := r.newSandbox(newID(), req, true)
+		if err := sb.make(ctx, rootfs); err != nil {
+			log.G(ctx).WithError(err).Warn("pre-creating a sandbox")
+			if err := sb.destroy(ctx); err != nil {
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -152,33 +163,25 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, pl plan, r
 		case ch <- sb:
 		case <-ctx.Done():
 			if err := sb.destroy(ctx); err != nil {
-				log.G(ctx).WithError(err).Warn("removing a warm sandbox")
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
 			}
 		}
 	}
 }
 
-// poolKey names a pool: a language on a runtime.
-func poolKey(q Request) string { return q.Lang + ":" + q.Runtime }
-
-// take returns a warm sandbox for p, filled with p's code and files, or nil
-// when p needs a sandbox of its own (other limits, image, environment, ...)
-// or none is ready.
-func (r *Runner) take(ctx context.Context, p plan) *sandbox {
+// take returns a pre-created sandbox of req's shape, or nil when there is
+// none of that shape or none comes within warmWait.
+func (r *Runner) take(ctx context.Context, req Request) *sandbox {
 	if r.pool == nil {
 		return nil
 	}
-	key := poolKey(p.req)
-	def, ok := r.pool.plans[key]
-	q, d := p.req, def.req
-	if !ok || q.Image != "" || len(q.Env) > 0 || q.Seccomp != nil || q.Runtime != d.Runtime ||
-		q.UID != d.UID || q.GID != d.GID || q.MemoryBytes != d.MemoryBytes || q.CPUs != d.CPUs ||
-		q.Pids != d.Pids || q.TmpBytes != d.TmpBytes || q.Stdout != nil || q.Stderr != nil {
+	ch, ok := r.pool.ready[req.Shape()]
+	if !ok {
 		return nil
 	}
 	var sb *sandbox
 	select {
-	case sb = <-r.pool.ready[key]:
+	case sb = <-ch:
 	default:
 		// None ready: a filler is making one, which is done sooner than a
 		// sandbox of our own would be (and does not compete with it).
@@ -187,7 +190,7 @@ func (r *Runner) take(ctx context.Context, p plan) *sandbox {
 		r.pool.waiting.Add(1)
 		defer r.pool.waiting.Add(-1)
 		select {
-		case sb = <-r.pool.ready[key]:
+		case sb = <-ch:
 		case <-t.C:
 			return nil
 		case <-ctx.Done():
@@ -195,33 +198,23 @@ func (r *Runner) take(ctx context.Context, p plan) *sandbox {
 		}
 	}
 	r.pool.taken.Add(1)
-	if err := sb.fill(p); err != nil {
-		log.L.WithError(err).Warn("filling a warm sandbox")
-		_ = sb.destroy(context.Background())
-		return nil
-	}
+	sb.pooled = true
 	return sb
 }
 
-// fill puts p's code, files and output limit into a warm sandbox.
-func (sb *sandbox) fill(p plan) error {
-	for name, content := range p.support {
-		if err := os.WriteFile(filepath.Join(sb.codeDir, name), []byte(content), 0o644); err != nil {
-			return err
-		}
+// teardown destroys a used pre-created sandbox when the host is quiet,
+// unless too many wait for that already.
+func (p *pool) teardown(ctx context.Context, sb *sandbox) {
+	if p.pending.Add(1) <= maxPendingTeardowns {
+		p.settle(p.ctx, func() bool { return false })
 	}
-	if err := os.WriteFile(filepath.Join(sb.codeDir, p.file), p.code, 0o644); err != nil {
-		return err
+	defer p.pending.Add(-1)
+	if err := sb.destroy(ctx); err != nil {
+		log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
 	}
-	if err := os.Chmod(sb.codeDir, 0o555); err != nil {
-		return err
-	}
-	sb.stdout.setLimit(p.req.OutputLimit)
-	sb.stderr.setLimit(p.req.OutputLimit)
-	return fillWorkspace(sb.workspace, p.req)
 }
 
-// closePool stops the fillers and removes every warm sandbox.
+// closePool stops the fillers and removes every pre-created sandbox.
 func (r *Runner) closePool() {
 	p := r.pool
 	if p == nil {
@@ -234,7 +227,7 @@ func (r *Runner) closePool() {
 			select {
 			case sb := <-ch:
 				if err := sb.destroy(context.Background()); err != nil {
-					log.L.WithError(err).Warn("removing a warm sandbox")
+					log.L.WithError(err).Warnf("removing sandbox %s", sb.id)
 				}
 				continue
 			default:
@@ -244,7 +237,7 @@ func (r *Runner) closePool() {
 	}
 }
 
-// WarmRuns counts the runs that took a warm sandbox.
+// WarmRuns counts the runs that took a pre-created sandbox.
 func (r *Runner) WarmRuns() int64 {
 	if r.pool == nil {
 		return 0

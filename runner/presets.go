@@ -2,7 +2,8 @@ package runner
 
 import (
 	"path"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/boxer-dev/boxer/oci"
 )
@@ -24,11 +25,13 @@ type Preset struct {
 	// Support holds files delivered read-only next to the code (name to
 	// content), such as a preset's runner script.
 	Support map[string]string
+	// Example is a first program in the language, printing 1.
+	Example string
 }
 
 // Args is the argv that runs the preset's code file.
 func (p Preset) Args() []string {
-	return append(append([]string{}, p.Command...), path.Join(oci.CodeDir, p.File))
+	return append(slices.Clone(p.Command), path.Join(oci.CodeDir, p.File))
 }
 
 // tsRunner type-strips a TypeScript file with the image's TypeScript
@@ -70,8 +73,10 @@ process.argv.splice(1, 1);
 m._compile(out.outputText, file);
 `
 
-// Presets are the languages boxer knows.
-var Presets = map[string]Preset{
+// presets are the languages boxer knows. Unexported: a sandbox's command
+// and image come from here, so no importer may change them; Presets and
+// LookupPreset hand out copies.
+var presets = map[string]Preset{
 	"python": {
 		Name:  "python",
 		Image: "boxer/python",
@@ -81,7 +86,8 @@ var Presets = map[string]Preset{
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// The root is read-only: no bytecode cache to write.
-		Env: []string{"PYTHONDONTWRITEBYTECODE=1"},
+		Env:     []string{"PYTHONDONTWRITEBYTECODE=1"},
+		Example: "print(1)",
 	},
 	"python-data": {
 		Name:     "python-data",
@@ -91,7 +97,8 @@ var Presets = map[string]Preset{
 		Command:  []string{"python3", "-u"},
 		// Matplotlib draws to files (no display) and keeps its font cache
 		// in the writable /tmp.
-		Env: []string{"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib", "XDG_CACHE_HOME=/tmp/.cache"},
+		Env:     []string{"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib", "XDG_CACHE_HOME=/tmp/.cache"},
+		Example: "import numpy; print(numpy.ones(1, dtype=int)[0])",
 	},
 	"javascript": {
 		Name:     "javascript",
@@ -99,6 +106,7 @@ var Presets = map[string]Preset{
 		Packages: []string{"nodejs", "node-typescript"},
 		File:     "main.js",
 		Command:  []string{"node"},
+		Example:  "console.log(1)",
 	},
 	"typescript": {
 		Name:     "typescript",
@@ -107,6 +115,7 @@ var Presets = map[string]Preset{
 		File:     "main.ts",
 		Command:  []string{"node", path.Join(oci.CodeDir, ".boxer-ts.js")},
 		Support:  map[string]string{".boxer-ts.js": tsRunner},
+		Example:  "const n: number = 1; console.log(n)",
 	},
 	"bash": {
 		Name:     "bash",
@@ -114,15 +123,47 @@ var Presets = map[string]Preset{
 		Packages: []string{"bash", "coreutils", "procps"},
 		File:     "main.sh",
 		Command:  []string{"bash"},
+		Example:  "echo 1",
 	},
 }
 
 // PresetNames lists the presets, sorted.
 func PresetNames() []string {
-	names := make([]string, 0, len(Presets))
-	for n := range Presets {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
+}
+
+// Presets returns every preset, sorted by name: copies, which the caller
+// may change.
+func Presets() []Preset {
+	var out []Preset
+	for _, n := range PresetNames() {
+		p, _ := LookupPreset(n)
+		out = append(out, p)
+	}
+	return out
+}
+
+// LookupPreset returns a copy of the preset named name, or a *FieldError
+// for the lang field that lists the names there are.
+func LookupPreset(name string) (Preset, error) {
+	p, ok := presets[name]
+	if !ok {
+		return Preset{}, fieldErr(FieldLang, "names unknown language %q: use one of %s", name, strings.Join(PresetNames(), ", "))
+	}
+	p.Packages = slices.Clone(p.Packages)
+	p.Command = slices.Clone(p.Command)
+	p.Env = slices.Clone(p.Env)
+	if p.Support != nil {
+		support := make(map[string]string, len(p.Support))
+		for k, v := range p.Support {
+			support[k] = v
+		}
+		p.Support = support
+	}
+	return p, nil
 }

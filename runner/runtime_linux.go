@@ -8,21 +8,18 @@ import (
 	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/reaper"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 )
 
-// RunscFlags are the flags every runsc sandbox gets: the ptrace platform
-// (it works wherever runsc does; KVM needs /dev/kvm and hangs on some
-// hosts), no network at all (not even gVisor's own netstack to the host:
-// loopback only), and the OCI seccomp profile applied inside the sandbox,
-// which gVisor otherwise ignores.
-var RunscFlags = []string{"--platform=ptrace", "--network=none", "--oci-seccomp"}
-
-// runscPidsOverhead is room for gVisor's own host threads in the sandbox's
-// pids cgroup, on top of two host tasks per sandboxed one (on the ptrace
-// platform each sandboxed thread has a host stub). Too little room kills the
-// whole sandbox instead of failing the program's fork.
-const runscPidsOverhead = 256
+// RunscFlags returns the flags every runsc sandbox gets: the ptrace
+// platform (it works wherever runsc does; KVM needs /dev/kvm and hangs on
+// some hosts), no network at all (not even gVisor's own netstack to the
+// host: loopback only), and the OCI seccomp profile applied inside the
+// sandbox, which gVisor otherwise ignores.
+func RunscFlags() []string {
+	return []string{"--platform=ptrace", "--network=none", "--oci-seccomp"}
+}
 
 // runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls
@@ -42,7 +39,7 @@ func (r *Runner) runtime(name string) (string, any, error) {
 		}
 		return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
 	}
-	return "", nil, invalid(fmt.Sprintf("--runtime %q: use runc or runsc", name))
+	return "", nil, fieldErr(FieldRuntime, "must be %s, not %q", strings.Join(Runtimes(), " or "), name)
 }
 
 // runscBinary finds runsc: boxer's libexec directory, then PATH.
@@ -52,7 +49,7 @@ func runscBinary() (string, error) {
 	}
 	p, err := exec.LookPath("runsc")
 	if err != nil {
-		return "", fmt.Errorf("--runtime runsc: runsc (gVisor) is not installed: run 'apt-get install runsc'")
+		return "", fmt.Errorf("runtime runsc: runsc (gVisor) is not installed: run 'make deps' or 'apt-get install runsc'")
 	}
 	return p, nil
 }
@@ -66,59 +63,11 @@ func isExecutable(p string) bool {
 func (r *Runner) runscWrapper(bin string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by boxer: runsc with boxer's flags, for containerd's runc shim.\nexec %s", bin)
-	for _, f := range RunscFlags {
+	for _, f := range RunscFlags() {
 		fmt.Fprintf(&b, " %s", f)
 	}
 	b.WriteString(" \"$@\"\n")
 	return writeScript(filepath.Join(r.stateDir, "runsc"), b.String())
-}
-
-// runcRoot is where the runc shim keeps runc's (and runsc's) state, one
-// directory per namespace (the shim's default; boxer sets no other).
-const runcRoot = "/run/containerd/runc"
-
-// shimScript is containerd's runc shim without one redundant step. After
-// every task delete, containerd 2.x runs "<shim> delete" once the shim's
-// connection closes, and the shim runs "runc delete --force" a second time:
-// two program starts, about 40 ms here, on every sandbox's path. When runc
-// has no state left for the container and its rootfs is not mounted, that
-// cleanup has nothing to do, and the script answers at once: a DeleteResponse
-// with exit status 255, what containerd assumes when it learns nothing (it
-// uses the answer only if the task's own delete failed). Everything else —
-// a shim that died with its container still there, start, -info — goes to
-// the real shim.
-const shimScript = `#!/bin/sh
-# Written by boxer: containerd's runc shim, without the second "runc delete"
-# containerd 2.x runs after each task is deleted (see boxer's runner package).
-shim=%s
-root=%s
-for a; do last=$a; done
-if [ "$last" = delete ]; then
-	ns= id= prev=
-	for a; do
-		case $prev in -namespace) ns=$a ;; -id) id=$a ;; esac
-		prev=$a
-	done
-	left=
-	case $PWD in *[[:space:]\\]*) left=1 ;; esac
-	for f in "$root/$ns/$id" "$root/$ns/"*"$id"*; do [ -e "$f" ] && left=1; done
-	if [ -n "$ns" ] && [ -n "$id" ] && [ -z "$left" ] && ! grep -qF " $PWD/rootfs " /proc/self/mountinfo; then
-		printf '\020\377\001'
-		exit 0
-	fi
-fi
-exec "$shim" "$@"
-`
-
-// shimWrapper writes the shimScript for the runc shim at real and returns
-// its path, which containerd takes as a runtime.
-func (r *Runner) shimWrapper(real string) (string, error) {
-	return writeScript(filepath.Join(r.stateDir, "shim"), fmt.Sprintf(shimScript, shellQuote(real), shellQuote(runcRoot)))
-}
-
-// shellQuote quotes s for sh: single quotes, and each ' as '\”.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // writeScript writes an executable script once: atomically, and only when
@@ -127,22 +76,8 @@ func writeScript(path, content string) (string, error) {
 	if cur, err := os.ReadFile(path); err == nil && string(cur) == content {
 		return path, nil
 	}
-	if err := writeFileAtomic(path, []byte(content), 0o755); err != nil {
+	if err := reaper.WriteFileAtomic(path, []byte(content), 0o755); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
-}
-
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it into place: readers see all of it or none.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, data, perm); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }

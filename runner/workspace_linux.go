@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,26 +30,16 @@ func mountWorkspace(dir string, size int64, uid, gid uint32) error {
 	return nil
 }
 
-// removeRunDir unmounts a run directory's workspace, if any, and removes
-// the directory; it never removes through a mount.
-func removeRunDir(dir string) error {
-	ws := filepath.Join(dir, "workspace")
-	if err := unix.Unmount(ws, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmounting %s: %w", ws, err)
-	}
-	return os.RemoveAll(dir)
-}
-
 // copyIn copies the host directory src into the workspace dst, owned by
 // uid:gid. It refuses special files and symlinks that point outside src,
 // and a tree larger than budget, before copying anything.
 func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 	st, err := os.Stat(src)
 	if err != nil {
-		return fmt.Errorf("--copy-in: %v", err)
+		return fieldErr(FieldCopyIn, "%s: %v", src, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("--copy-in %s: not a directory", src)
+		return fieldErr(FieldCopyIn, "%s is not a directory", src)
 	}
 	var total int64
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -72,21 +61,21 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 				return err
 			}
 			if filepath.IsAbs(target) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), target)) {
-				return fmt.Errorf("--copy-in: refusing symlink %s -> %s: it points outside %s", rel, target, src)
+				return fieldErr(FieldCopyIn, "%s: refusing symlink %s -> %s: it points outside the directory", src, rel, target)
 			}
 		default:
-			return fmt.Errorf("--copy-in: refusing special file %s (%s)", rel, t.Type())
+			return fieldErr(FieldCopyIn, "%s: refusing special file %s (%s)", src, rel, t.Type())
 		}
 		return nil
 	})
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "--copy-in") {
-			return err
-		}
-		return fmt.Errorf("--copy-in %s: %v", src, err)
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return err
+	} else if err != nil {
+		return fieldErr(FieldCopyIn, "%s: %v", src, err)
 	}
 	if total > budget {
-		return fmt.Errorf("--copy-in %s holds %d bytes, more than the workspace's %d: raise --tmp-size", src, total, budget)
+		return fieldErr(FieldCopyIn, "%s holds %d bytes, more than the workspace's %d: raise {tmp_size}", src, total, budget)
 	}
 	root, err := os.OpenRoot(dst)
 	if err != nil {
@@ -110,31 +99,20 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 		switch {
 		case d.IsDir():
 			if err := root.Mkdir(rel, mode|0o700); err != nil {
-				return fmt.Errorf("--copy-in: %v", err)
+				return fmt.Errorf("copying in %s: %w", rel, err)
 			}
 		case d.Type()&fs.ModeSymlink != 0:
 			target, _ := os.Readlink(p)
 			if err := root.Symlink(target, rel); err != nil {
-				return fmt.Errorf("--copy-in: %v", err)
+				return fmt.Errorf("copying in %s: %w", rel, err)
 			}
 		default:
 			if err := copyFile(root, rel, p, mode); err != nil {
-				return fmt.Errorf("--copy-in %s: %v", rel, err)
+				return fmt.Errorf("copying in %s: %w", rel, err)
 			}
 		}
 		return root.Lchown(rel, int(uid), int(gid))
 	})
-}
-
-// fillWorkspace puts a request's --copy-in tree and files into the
-// workspace dst.
-func fillWorkspace(dst string, req Request) error {
-	if req.CopyIn != "" {
-		if err := copyIn(req.CopyIn, dst, req.TmpBytes, req.UID, req.GID); err != nil {
-			return err
-		}
-	}
-	return writeFiles(dst, req.Files, req.UID, req.GID)
 }
 
 // writeFiles writes files (relative path to content) into the workspace dst,
@@ -151,14 +129,14 @@ func writeFiles(dst string, files map[string][]byte, uid, gid uint32) error {
 	for name, data := range files {
 		if dir := filepath.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("files: %s: %v", name, err)
+				return fmt.Errorf("writing files: %s: %w", name, err)
 			}
 			for d := dir; d != "."; d = filepath.Dir(d) {
 				_ = root.Lchown(d, int(uid), int(gid))
 			}
 		}
 		if err := root.WriteFile(name, data, 0o644); err != nil {
-			return fmt.Errorf("files: %s: %v", name, err)
+			return fmt.Errorf("writing files: %s: %w", name, err)
 		}
 		if err := root.Lchown(name, int(uid), int(gid)); err != nil {
 			return err
@@ -188,11 +166,11 @@ func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 // many entries it skipped.
 func copyOut(src, dst string, budget int64) ([]File, int, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return nil, 0, fmt.Errorf("--copy-out: %v", err)
+		return nil, 0, fmt.Errorf("copying out to %s: %w", dst, err)
 	}
 	root, err := os.OpenRoot(dst)
 	if err != nil {
-		return nil, 0, fmt.Errorf("--copy-out: %v", err)
+		return nil, 0, fmt.Errorf("copying out to %s: %w", dst, err)
 	}
 	defer root.Close()
 	var files []File
@@ -229,7 +207,7 @@ func copyOut(src, dst string, budget int64) ([]File, int, error) {
 			n, err := copyOutFile(root, rel, p, info)
 			if err != nil {
 				if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-					return fmt.Errorf("--copy-out %s: %w", dst, err)
+					return fmt.Errorf("copying out to %s: %w", dst, err)
 				}
 				skipped++
 				return nil

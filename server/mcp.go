@@ -6,13 +6,30 @@ import (
 	"strings"
 
 	"github.com/boxer-dev/boxer/runner"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// RunCodeInput is the input of the MCP run_code tool.
+// RunCodeInput is the input of the MCP run_code tool: the HTTP request's
+// fields for a language's code, under the same names.
 type RunCodeInput struct {
-	Language string `json:"language" jsonschema:"python, python-data, javascript, typescript or bash"`
+	Lang string `json:"lang" jsonschema:"language preset (see list_languages)"`
 	Input
+}
+
+// runCodeSchema is RunCodeInput's schema, with the languages and runtimes
+// the runner accepts listed from the runner itself.
+func runCodeSchema() (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[RunCodeInput](nil)
+	if err != nil {
+		return nil, err
+	}
+	for name, values := range map[string][]string{"lang": runner.PresetNames(), "runtime": runner.Runtimes()} {
+		for _, v := range values {
+			s.Properties[name].Enum = append(s.Properties[name].Enum, v)
+		}
+	}
+	return s, nil
 }
 
 // Language is one entry of list_languages.
@@ -20,6 +37,8 @@ type Language struct {
 	Name  string `json:"name"`
 	Image string `json:"image"`
 	File  string `json:"file" jsonschema:"the name the code gets in /code"`
+	// Example is a first program in the language.
+	Example string `json:"example" jsonschema:"a first program in the language, printing 1"`
 }
 
 // LanguagesOutput is the output of list_languages.
@@ -29,20 +48,24 @@ type LanguagesOutput struct {
 
 // NewMCP returns an MCP server offering run_code and list_languages on r,
 // with requests capped by max and at most concurrency runs at once.
-func NewMCP(r *runner.Runner, max Maxima, concurrency int, version string) *mcp.Server {
+func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "boxer", Version: version}, nil)
 	slots := make(chan struct{}, max1(concurrency))
+	schema, err := runCodeSchema()
+	if err != nil {
+		return nil, fmt.Errorf("building run_code's schema: %w", err)
+	}
 	mcp.AddTool(s, &mcp.Tool{
-		Name: "run_code",
+		Name:        "run_code",
+		InputSchema: schema,
 		Description: "Run code in a fresh, hardened, network-less Linux sandbox and return its output, " +
 			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
 			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
-		rr := RunRequest{Lang: in.Language, Input: in.Input}
-		if in.Language == "" {
-			return nil, runner.Result{}, fmt.Errorf("language is required: one of %s", strings.Join(runner.PresetNames(), ", "))
+		if in.Lang == "" {
+			return nil, runner.Result{}, fmt.Errorf("lang is required: one of %s", strings.Join(runner.PresetNames(), ", "))
 		}
-		req, err := rr.ToRunner(max)
+		req, err := RunRequest{Lang: in.Lang, Input: in.Input}.Request(max)
 		if err != nil {
 			return nil, runner.Result{}, err
 		}
@@ -63,13 +86,12 @@ func NewMCP(r *runner.Runner, max Maxima, concurrency int, version string) *mcp.
 		Description: "List the languages run_code accepts, with the image each runs in.",
 	}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, LanguagesOutput, error) {
 		var out LanguagesOutput
-		for _, n := range runner.PresetNames() {
-			p := runner.Presets[n]
-			out.Languages = append(out.Languages, Language{Name: n, Image: p.Image, File: p.File})
+		for _, p := range runner.Presets() {
+			out.Languages = append(out.Languages, Language{Name: p.Name, Image: p.Image, File: p.File, Example: p.Example})
 		}
 		return nil, out, nil
 	})
-	return s
+	return s, nil
 }
 
 // summary is the readable text an MCP host shows for a result.

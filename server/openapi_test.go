@@ -56,7 +56,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	}{
 		{"RunRequest", reflect.TypeOf(RunRequest{})},
 		{"Result", reflect.TypeOf(runner.Result{})},
-		{"Error", reflect.TypeOf(FieldError{})},
+		{"Error", reflect.TypeOf(APIError{})},
 		{"Health", reflect.TypeOf(runner.Health{})},
 	} {
 		if got, want := schemaProps(t, doc, c.schema), jsonFields(c.typ); !slices.Equal(got, want) {
@@ -89,9 +89,9 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	}
 }
 
-func TestRunRequestToRunner(t *testing.T) {
-	max := Maxima{Timeout: 60e9, MemoryBytes: 512 << 20, CPUs: 2, Pids: 100, TmpBytes: 128 << 20, OutputLimit: 4 << 20}
-	req, err := RunRequest{Lang: "python", Env: map[string]string{"A": "1"}, Input: Input{Code: "print(1)", Stdin: "in", Files: map[string]string{"a/b.txt": "x"}}}.ToRunner(max)
+func TestRunRequestDecoding(t *testing.T) {
+	max := runner.Maxima{Timeout: 60e9, MemoryBytes: 512 << 20, CPUs: 2, Pids: 100, TmpBytes: 128 << 20, OutputLimit: 4 << 20}
+	req, err := RunRequest{Lang: "python", Env: map[string]string{"A": "1"}, Input: Input{Code: "print(1)", Stdin: "in", Files: map[string]string{"a/b.txt": "x"}}}.Request(max)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,30 +99,73 @@ func TestRunRequestToRunner(t *testing.T) {
 		t.Errorf("request %+v", req)
 	}
 	// Defaults above a maximum are lowered to it.
-	req, err = RunRequest{Lang: "python", Input: Input{Code: "1"}}.ToRunner(Maxima{Timeout: 5e9, MemoryBytes: 64 << 20})
+	req, err = RunRequest{Lang: "python", Input: Input{Code: "1"}}.Request(runner.Maxima{Timeout: 5e9, MemoryBytes: 64 << 20})
 	if err != nil || req.Timeout != 5e9 || req.MemoryBytes != 64<<20 {
 		t.Errorf("lowered defaults: %v %+v", err, req)
 	}
+	four, thousand, zero, none := 4.0, int64(1000), 0.0, int64(0)
 	tests := []struct {
 		rr    RunRequest
 		field string
 	}{
 		{RunRequest{}, "lang"},
+		{RunRequest{Lang: "cobol"}, "lang"},
 		{RunRequest{Lang: "python", Input: Input{Timeout: "soon"}}, "timeout"},
 		{RunRequest{Lang: "python", Input: Input{Timeout: "2m"}}, "timeout"},
 		{RunRequest{Lang: "python", Input: Input{Memory: "1g"}}, "memory"},
 		{RunRequest{Lang: "python", Input: Input{Memory: "lots"}}, "memory"},
-		{RunRequest{Lang: "python", Input: Input{CPUs: 4}}, "cpus"},
-		{RunRequest{Lang: "python", Input: Input{Pids: 1000}}, "pids"},
+		{RunRequest{Lang: "python", Input: Input{CPUs: &four}}, "cpus"},
+		{RunRequest{Lang: "python", Input: Input{CPUs: &zero}}, "cpus"},
+		{RunRequest{Lang: "python", Input: Input{Pids: &thousand}}, "pids"},
+		{RunRequest{Lang: "python", Input: Input{Pids: &none}}, "pids"},
 		{RunRequest{Lang: "python", Input: Input{TmpSize: "1g"}}, "tmp_size"},
 		{RunRequest{Lang: "python", Input: Input{OutputLimit: "1g"}}, "output_limit"},
+		{RunRequest{Lang: "python", Input: Input{Runtime: "kata"}}, "runtime"},
 		{RunRequest{Lang: "python", User: "root"}, "user"},
+		{RunRequest{Lang: "python", Env: map[string]string{"1X": "y"}}, "env"},
+		{RunRequest{Lang: "python", Input: Input{Files: map[string]string{"../x": "y"}}}, "files"},
+		{RunRequest{Lang: "python", Command: []string{"true"}}, "command"},
 	}
 	for _, tc := range tests {
-		_, err := tc.rr.ToRunner(max)
-		fe, ok := err.(*FieldError)
-		if !ok || fe.Field != tc.field {
-			t.Errorf("%+v: err %v, want a %s field error", tc.rr, err, tc.field)
+		_, err := tc.rr.Request(max)
+		if ae := apiError(err); ae.Field != tc.field || ae.Message == "" || strings.HasPrefix(ae.Message, tc.field) {
+			t.Errorf("%+v: err %v, want a %s field error with a message of its own", tc.rr, err, tc.field)
+		}
+	}
+}
+
+// TestSchemasListWhatTheRunnerAccepts: the OpenAPI document and the MCP
+// tool's schema list the languages and runtimes the runner takes.
+func TestSchemasListWhatTheRunnerAccepts(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	props := doc["components"].(map[string]any)["schemas"].(map[string]any)["RunRequest"].(map[string]any)["properties"].(map[string]any)
+	mcpSchema, err := runCodeSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for field, want := range map[string][]string{"lang": runner.PresetNames(), "runtime": runner.Runtimes(), "network": runner.Networks()} {
+		var got []string
+		for _, v := range props[field].(map[string]any)["enum"].([]any) {
+			got = append(got, v.(string))
+		}
+		sort.Strings(got)
+		want = slices.Sorted(slices.Values(want))
+		if !slices.Equal(got, want) {
+			t.Errorf("openapi.json %s enum %v, the runner takes %v", field, got, want)
+		}
+		if field == "network" {
+			continue // not a run_code input
+		}
+		got = got[:0]
+		for _, v := range mcpSchema.Properties[field].Enum {
+			got = append(got, v.(string))
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("run_code schema %s enum %v, the runner takes %v", field, got, want)
 		}
 	}
 }

@@ -40,7 +40,7 @@ type Config struct {
 	// Audit receives one JSON line per request; may be nil.
 	Audit io.Writer
 	// Max caps the limits a request may ask for.
-	Max Maxima
+	Max runner.Maxima
 }
 
 // Server serves runner.Run over HTTP.
@@ -104,7 +104,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
 		if subtle.ConstantTimeCompare(got, want) != 1 {
-			s.reject(w, r, http.StatusUnauthorized, &FieldError{Field: "authorization", Message: "a valid 'Authorization: Bearer <token>' header is required"}, nil)
+			s.reject(w, r, http.StatusUnauthorized, &APIError{Field: "authorization", Message: "a valid 'Authorization: Bearer <token>' header is required"}, nil)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -121,17 +121,17 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&rr); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			s.reject(w, r, http.StatusRequestEntityTooLarge, &FieldError{Field: "body", Message: fmt.Sprintf("larger than %d bytes", s.cfg.MaxBody)}, nil)
+			s.reject(w, r, http.StatusRequestEntityTooLarge, &APIError{Field: "body", Message: fmt.Sprintf("larger than %d bytes", s.cfg.MaxBody)}, nil)
 			return
 		}
 		s.reject(w, r, http.StatusBadRequest, decodeError(err), nil)
 		return
 	}
 	if dec.More() {
-		s.reject(w, r, http.StatusBadRequest, &FieldError{Field: "body", Message: "one JSON object expected"}, &rr)
+		s.reject(w, r, http.StatusBadRequest, &APIError{Field: "body", Message: "one JSON object expected"}, &rr)
 		return
 	}
-	req, err := rr.ToRunner(s.cfg.Max)
+	req, err := rr.Request(s.cfg.Max)
 	if err != nil {
 		s.reject(w, r, http.StatusBadRequest, err, &rr)
 		return
@@ -145,7 +145,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		if s.waiting.Add(1) > int64(s.cfg.Queue) {
 			s.waiting.Add(-1)
 			w.Header().Set("Retry-After", "1")
-			s.reject(w, r, http.StatusTooManyRequests, &FieldError{Field: "body", Message: "the server is at its concurrency limit and its queue is full: retry later"}, &rr)
+			s.reject(w, r, http.StatusTooManyRequests, &APIError{Field: "body", Message: "the server is at its concurrency limit and its queue is full: retry later"}, &rr)
 			return
 		}
 		s.metrics.queueDepth.Inc()
@@ -182,18 +182,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 	case errors.Is(err, runner.ErrInterrupted):
 		code = 499 // the client is gone or the server is stopping
-	case errors.Is(err, runner.ErrInvalid):
-		code = http.StatusBadRequest
-	case errors.Is(err, runner.ErrImageNotFound):
-		code = http.StatusBadRequest
+	case errors.Is(err, runner.ErrInvalid), errors.Is(err, runner.ErrImageNotFound):
+		// What the request asked cannot be run (a copy-in tree, an image
+		// that is not there): a 4xx, in the one error shape.
+		s.metrics.runs.WithLabelValues(res.Status, langLabel(rr.Lang)).Inc()
+		s.reject(w, r, http.StatusBadRequest, err, &rr)
+		return
 	default:
 		code = http.StatusInternalServerError
 	}
-	lang := rr.Lang
-	if lang == "" {
-		lang = "command"
-	}
-	s.metrics.runs.WithLabelValues(res.Status, lang).Inc()
+	s.metrics.runs.WithLabelValues(res.Status, langLabel(rr.Lang)).Inc()
 	if res.StdoutTruncated {
 		s.metrics.truncations.WithLabelValues("stdout").Inc()
 	}
@@ -244,14 +242,44 @@ func (s *Server) Shutdown(ctx context.Context) {
 	}
 }
 
+// langLabel is a run's language as the metrics name it.
+func langLabel(lang string) string {
+	if lang == "" {
+		return "command"
+	}
+	return lang
+}
+
+// APIError is the body of every 4xx answer: the request field at fault (or
+// "body", "authorization") and what it accepts.
+type APIError struct {
+	Field   string `json:"field"`
+	Message string `json:"error"`
+}
+
+func (e *APIError) Error() string { return e.Field + " " + e.Message }
+
+// apiError turns an error about a request into its API answer.
+func apiError(err error) *APIError {
+	var ae *APIError
+	var fe *runner.FieldError
+	var ie *runner.ImageError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &fe):
+		return &APIError{Field: fe.Field, Message: fe.Text(nil)}
+	case errors.As(err, &ie):
+		return &APIError{Field: ie.Field(), Message: ie.Error()}
+	}
+	return &APIError{Field: "body", Message: err.Error()}
+}
+
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, code int, err error, rr *RunRequest) {
 	s.metrics.rejected.WithLabelValues(strconv.Itoa(code)).Inc()
-	fe, ok := err.(*FieldError)
-	if !ok {
-		fe = &FieldError{Field: "body", Message: err.Error()}
-	}
-	s.audit.write(s.entry(r, rr, code, fe.Error()))
-	writeJSON(w, code, fe)
+	ae := apiError(err)
+	s.audit.write(s.entry(r, rr, code, ae.Error()))
+	writeJSON(w, code, ae)
 }
 
 func (s *Server) entry(r *http.Request, rr *RunRequest, code int, msg string) auditEntry {
@@ -269,11 +297,11 @@ func (s *Server) entry(r *http.Request, rr *RunRequest, code int, msg string) au
 				e.Limits[k] = v
 			}
 		}
-		if rr.CPUs != 0 {
-			e.Limits["cpus"] = strconv.FormatFloat(rr.CPUs, 'g', -1, 64)
+		if rr.CPUs != nil {
+			e.Limits["cpus"] = strconv.FormatFloat(*rr.CPUs, 'g', -1, 64)
 		}
-		if rr.Pids != 0 {
-			e.Limits["pids"] = strconv.FormatInt(rr.Pids, 10)
+		if rr.Pids != nil {
+			e.Limits["pids"] = strconv.FormatInt(*rr.Pids, 10)
 		}
 	}
 	return e
@@ -294,22 +322,22 @@ func caller(r *http.Request) string {
 }
 
 // decodeError names the field a JSON decoding error is about.
-func decodeError(err error) *FieldError {
+func decodeError(err error) *APIError {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		// The shared fields sit in the embedded Input struct, which
 		// encoding/json names in the path; callers never see it.
-		return &FieldError{Field: strings.TrimPrefix(typeErr.Field, "Input."), Message: "wrong type: want " + typeErr.Type.String()}
+		return &APIError{Field: strings.TrimPrefix(typeErr.Field, "Input."), Message: "wrong type: want " + typeErr.Type.String()}
 	}
 	msg := err.Error()
 	// encoding/json reports unknown fields only as text.
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &FieldError{Field: strings.Trim(f, `"`), Message: "unknown field"}
+		return &APIError{Field: strings.Trim(f, `"`), Message: "unknown field"}
 	}
 	if errors.Is(err, io.EOF) {
-		return &FieldError{Field: "body", Message: "empty body: want a JSON object"}
+		return &APIError{Field: "body", Message: "empty body: want a JSON object"}
 	}
-	return &FieldError{Field: "body", Message: "not valid JSON: " + msg}
+	return &APIError{Field: "body", Message: "not valid JSON: " + msg}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

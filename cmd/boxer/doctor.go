@@ -119,8 +119,8 @@ func doctor(c *cli.Context) []check {
 	}
 	out = append(out, sock)
 
-	for _, name := range runner.PresetNames() {
-		p := runner.Presets[name]
+	for _, p := range runner.Presets() {
+		name := p.Name
 		im := check{name: "image", required: client != nil}
 		switch {
 		case client == nil:

@@ -58,3 +58,19 @@ func TestOneLine(t *testing.T) {
 		t.Errorf("oneLine = %q", got)
 	}
 }
+
+// TestTryCommand: 'boxer setup' suggests the first language's own example,
+// quoted for the shell (bash's would fail as python).
+func TestTryCommand(t *testing.T) {
+	bash, err := runner.LookupPreset("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tryCommand(bash), "boxer run --lang bash -c 'echo 1'"; got != want {
+		t.Errorf("tryCommand(bash) = %q, want %q", got, want)
+	}
+	quoted := runner.Preset{Name: "x", Example: "print('1')"}
+	if got, want := tryCommand(quoted), `boxer run --lang x -c 'print('\''1'\'')'`; got != want {
+		t.Errorf("tryCommand = %q, want %q", got, want)
+	}
+}

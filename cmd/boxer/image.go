@@ -97,7 +97,7 @@ func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
 	if u, err := url.Parse(o.Mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fail("invalid --mirror %q: an http(s) URL such as %s", o.Mirror, defaultMirror)
 	}
-	r, err := connect(c, os.Stderr)
+	r, err := connect(c, os.Stderr, false)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func imageLsCommand() *cli.Command {
 		Usage:        "list images",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			r, err := connect(c, os.Stderr)
+			r, err := connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
@@ -166,7 +166,7 @@ func imageRmCommand() *cli.Command {
 			if c.NArg() == 0 {
 				return fail("image rm needs at least one REF (see 'boxer image ls')")
 			}
-			r, err := connect(c, os.Stderr)
+			r, err := connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
@@ -202,7 +202,7 @@ func imageImportCommand() *cli.Command {
 			if st, err := os.Stat(file); err != nil || !st.Mode().IsRegular() {
 				return fail("image import: %s is not a readable file", file)
 			}
-			r, err := connect(c, os.Stderr)
+			r, err := connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
@@ -232,7 +232,7 @@ func imagePullCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fail("image pull needs exactly one REF, e.g. 'boxer image pull docker.io/library/python:3.12-slim'")
 			}
-			r, err := connect(c, os.Stderr)
+			r, err := connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}

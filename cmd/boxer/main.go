@@ -125,12 +125,14 @@ func oneLine(s string) string {
 }
 
 // connect returns a Runner on the containerd the global flags select.
-func connect(c *cli.Context, progress io.Writer) (*runner.Runner, error) {
+// Commands that make sandboxes reap the leftovers of dead boxer processes.
+func connect(c *cli.Context, progress io.Writer, reap bool) (*runner.Runner, error) {
 	r, err := runner.New(c.Context, runner.Options{
 		Address:   c.String("address"),
 		Namespace: c.String("namespace"),
 		Daemon:    daemon.FromEnv(),
 		Progress:  progress,
+		Reap:      reap,
 	})
 	if err != nil {
 		return nil, fail("cannot reach containerd: %v (check 'boxer doctor')", err)

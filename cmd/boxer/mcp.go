@@ -24,21 +24,24 @@ func mcpCommand() *cli.Command {
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
 		}, warmFlags(1)...),
 		Action: func(c *cli.Context) error {
-			max := server.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
+			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
 			if max.MemoryBytes, err = runner.ParseSize(c.String("max-memory")); err != nil {
 				return fail("--max-memory: %v", err)
 			}
 			// stdout carries the protocol: everything else goes to stderr.
-			r, err := connect(c, os.Stderr)
+			r, err := connect(c, os.Stderr, true)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			if err := startWarm(c, r); err != nil {
+			if err := startWarm(c, r, max); err != nil {
 				return err
 			}
-			s := server.NewMCP(r, max, c.Int("concurrency"), version)
+			s, err := server.NewMCP(r, max, c.Int("concurrency"), version)
+			if err != nil {
+				return fail("mcp: %v", err)
+			}
 			if err := s.Run(c.Context, &mcp.StdioTransport{}); err != nil && c.Context.Err() == nil {
 				return fail("mcp: %v", err)
 			}

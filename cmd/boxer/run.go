@@ -35,14 +35,14 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "copy-in", Usage: "copy host directory `DIR` into /workspace before the run"},
 			&cli.StringFlag{Name: "copy-out", Usage: "copy /workspace to host directory `DIR` after the run"},
 			&cli.DurationFlag{Name: "timeout", Value: runner.DefaultTimeout, Usage: "wall clock limit from start"},
-			&cli.StringFlag{Name: "memory", Value: "256MiB", Usage: "memory limit, no swap (256m, 1g, 512MiB)"},
+			&cli.StringFlag{Name: "memory", Value: units.BytesSize(runner.DefaultMemory), Usage: "memory limit, no swap (256m, 1g, 512MiB)"},
 			&cli.Float64Flag{Name: "cpus", Value: runner.DefaultCPUs, Usage: "CPU quota in cores"},
 			&cli.Int64Flag{Name: "pids", Value: runner.DefaultPids, Usage: "process and thread cap"},
-			&cli.StringFlag{Name: "tmp-size", Value: "64MiB", Usage: "size of /tmp and of /workspace"},
-			&cli.StringFlag{Name: "output-limit", Value: "1MiB", Usage: "bytes kept per stream; the rest is dropped"},
-			&cli.StringFlag{Name: "network", Value: runner.DefaultNetwork, Usage: "network: none (loopback only)"},
-			&cli.StringFlag{Name: "runtime", Value: runner.DefaultRuntime, Usage: "OCI runtime: runc"},
-			&cli.StringFlag{Name: "user", Value: "65534:65534", Usage: "`UID:GID` inside the sandbox"},
+			&cli.StringFlag{Name: "tmp-size", Value: units.BytesSize(runner.DefaultTmpSize), Usage: "size of /tmp and of /workspace"},
+			&cli.StringFlag{Name: "output-limit", Value: units.BytesSize(runner.DefaultOutputLimit), Usage: "bytes kept per stream; the rest is dropped"},
+			&cli.StringFlag{Name: "network", Value: runner.DefaultNetwork, Usage: "network: " + strings.Join(runner.Networks(), ", ") + " (none: loopback only)"},
+			&cli.StringFlag{Name: "runtime", Value: runner.DefaultRuntime, Usage: "OCI runtime: " + strings.Join(runner.Runtimes(), " or ") + " (gVisor)"},
+			&cli.StringFlag{Name: "user", Value: fmt.Sprintf("%d:%d", runner.DefaultUID, runner.DefaultGID), Usage: "`UID:GID` inside the sandbox"},
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "replace the default seccomp allowlist with an OCI or Docker JSON profile `FILE`"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON result object on stdout"},
 		},
@@ -53,7 +53,7 @@ func runCommand() *cli.Command {
 func runAction(c *cli.Context) error {
 	req, err := requestFromFlags(c)
 	if err != nil {
-		return fail("%v", err)
+		return requestError(err)
 	}
 	jsonOut := c.Bool("json")
 	if !jsonOut {
@@ -71,7 +71,7 @@ func runAction(c *cli.Context) error {
 		}
 		req.Stdin = f
 	}
-	r, err := connect(c, os.Stderr)
+	r, err := connect(c, os.Stderr, true)
 	if err != nil {
 		if c.Context.Err() != nil {
 			return &exitError{code: interruptedCode(), msg: "interrupted"}
@@ -93,7 +93,7 @@ func runAction(c *cli.Context) error {
 		printJSON(res)
 	}
 	if err != nil {
-		return fail("%v", err)
+		return requestError(err)
 	}
 	if !jsonOut {
 		noteResult(os.Stderr, res, req)
@@ -136,6 +136,9 @@ func printJSON(res runner.Result) {
 	_ = enc.Encode(res)
 }
 
+// requestFromFlags reads the run flags into a request, normalized by the
+// runner: every error is a *runner.FieldError, written with flag names by
+// usageFailure.
 func requestFromFlags(c *cli.Context) (runner.Request, error) {
 	req := runner.Request{
 		Lang:    c.String("lang"),
@@ -150,38 +153,33 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 		CopyIn:  c.String("copy-in"),
 		CopyOut: c.String("copy-out"),
 	}
-	if req.Timeout <= 0 {
-		return req, errors.New("--timeout must be positive, e.g. 30s")
-	}
-	if req.CPUs <= 0 || req.Pids <= 0 {
-		return req, errors.New("--cpus and --pids must be larger than 0")
+	// A flag given is checked as given: --cpus 0 is a mistake, not a
+	// request for the default.
+	for _, f := range []struct {
+		field string
+		v     float64
+	}{{runner.FieldTimeout, float64(req.Timeout)}, {runner.FieldCPUs, req.CPUs}, {runner.FieldPids, float64(req.Pids)}} {
+		if err := runner.CheckLimit(f.field, f.v); err != nil {
+			return req, err
+		}
 	}
 	var err error
 	for _, s := range []struct {
-		flag string
-		dst  *int64
-	}{{"memory", &req.MemoryBytes}, {"tmp-size", &req.TmpBytes}, {"output-limit", &req.OutputLimit}} {
-		if *s.dst, err = runner.ParseSize(c.String(s.flag)); err != nil {
-			return req, fmt.Errorf("--%s: %v", s.flag, err)
+		field string
+		dst   *int64
+	}{{runner.FieldMemory, &req.MemoryBytes}, {runner.FieldTmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, &req.OutputLimit}} {
+		if *s.dst, err = runner.ParseSizeLimit(s.field, c.String(flagName(s.field))); err != nil {
+			return req, err
 		}
 	}
-	if req.MemoryBytes == 0 || req.TmpBytes == 0 || req.OutputLimit == 0 {
-		return req, errors.New("--memory, --tmp-size and --output-limit must be larger than 0")
-	}
 	if req.UID, req.GID, err = runner.ParseUser(c.String("user")); err != nil {
-		return req, fmt.Errorf("--%v", err)
+		return req, err
 	}
 	req.UserSet = true
 	if p := c.String("seccomp-profile"); p != "" {
 		if req.Seccomp, err = seccomp.Load(p); err != nil {
-			return req, err
+			return req, fmt.Errorf("--seccomp-profile: %w", err)
 		}
-	}
-	if req.Lang == "" {
-		if c.IsSet("code") || c.IsSet("file") {
-			return req, errors.New("-c and -f need --lang (or use --image REF -- COMMAND)")
-		}
-		return req, nil
 	}
 	switch {
 	case c.IsSet("code") && c.IsSet("file"):
@@ -190,7 +188,7 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 		req.Code = []byte(c.String("code"))
 	case c.IsSet("file"):
 		req.Code, err = readCode(c.String("file"))
-	default:
+	case req.Lang != "":
 		if isTerminal(os.Stdin) {
 			fmt.Fprintln(os.Stderr, "boxer: reading the program from stdin; end it with Ctrl-D (or give -c CODE or -f FILE)")
 		}
@@ -199,7 +197,32 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 			err = fmt.Errorf("code on stdin is larger than %d bytes", maxCode)
 		}
 	}
-	return req, err
+	if err != nil {
+		return req, err
+	}
+	return req.Normalize()
+}
+
+// flagName is the run flag for a request field.
+func flagName(field string) string {
+	switch field {
+	case runner.FieldCode:
+		return "-c"
+	case runner.FieldCommand:
+		return "a command after --"
+	case runner.FieldFiles:
+		return "files"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
+}
+
+// requestError writes an error about a request in the CLI's terms.
+func requestError(err error) error {
+	var fe *runner.FieldError
+	if errors.As(err, &fe) {
+		return fail("%s", fe.Render(flagName))
+	}
+	return fail("%v", err)
 }
 
 func readCode(path string) ([]byte, error) {

@@ -47,7 +47,7 @@ func serveAction(c *cli.Context) error {
 	cfg := server.Config{
 		Concurrency: c.Int("concurrency"),
 		Queue:       c.Int("queue"),
-		Max: server.Maxima{
+		Max: runner.Maxima{
 			Timeout: c.Duration("max-timeout"),
 			CPUs:    c.Float64("max-cpus"),
 			Pids:    c.Int64("max-pids"),
@@ -86,7 +86,7 @@ func serveAction(c *cli.Context) error {
 		cfg.Audit = f
 	}
 
-	r, err := connect(c, os.Stderr)
+	r, err := connect(c, os.Stderr, true)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func serveAction(c *cli.Context) error {
 	if h := r.Health(c.Context); !h.OK {
 		fmt.Fprintf(os.Stderr, "boxer: warning: not every preset's image is there (%v): run 'boxer setup'\n", h.Images)
 	}
-	if err := startWarm(c, r); err != nil {
+	if err := startWarm(c, r, cfg.Max); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)

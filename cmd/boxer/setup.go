@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/snapshots"
@@ -18,22 +19,22 @@ func setupCommand() *cli.Command {
 			&cli.StringFlag{Name: "lang", Usage: "set up only this language"},
 		}, debianFlags()...),
 		Action: func(c *cli.Context) error {
-			langs := runner.PresetNames()
+			presets := runner.Presets()
 			if l := c.String("lang"); l != "" {
-				if _, ok := runner.Presets[l]; !ok {
-					return fail("unknown language %q: use one of %v", l, langs)
+				p, err := runner.LookupPreset(l)
+				if err != nil {
+					return requestError(err)
 				}
-				langs = []string{l}
+				presets = []runner.Preset{p}
 			}
 			done := map[string]bool{}
-			for _, l := range langs {
-				p := runner.Presets[l]
+			for _, p := range presets {
 				// Several presets may share an image (javascript, typescript).
 				if done[p.Image] {
 					continue
 				}
 				done[p.Image] = true
-				fmt.Fprintf(os.Stderr, "boxer: setting up %s (%s)\n", l, p.Image)
+				fmt.Fprintf(os.Stderr, "boxer: setting up %s (%s)\n", p.Name, p.Image)
 				if err := buildImage(c, snapshots.BuildOptions{
 					Name:     p.Image,
 					Packages: p.Packages,
@@ -43,8 +44,14 @@ func setupCommand() *cli.Command {
 					return err
 				}
 			}
-			fmt.Fprintf(os.Stderr, "boxer: ready: try boxer run --lang %s -c 'print(1)'\n", langs[0])
+			fmt.Fprintln(os.Stderr, "boxer: ready: try "+tryCommand(presets[0]))
 			return nil
 		},
 	}
+}
+
+// tryCommand is the first command to try with a preset: its own example,
+// quoted for a POSIX shell.
+func tryCommand(p runner.Preset) string {
+	return "boxer run --lang " + p.Name + " -c '" + strings.ReplaceAll(p.Example, "'", `'\''`) + "'"
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/boxer-dev/boxer/runner"
@@ -16,15 +17,20 @@ func warmFlags(size int) []cli.Flag {
 	}
 }
 
-// startWarm starts the pre-created sandboxes the warm flags ask for.
-func startWarm(c *cli.Context, r *runner.Runner) error {
+// startWarm starts the pre-created sandboxes the warm flags ask for, shaped
+// for requests bound by max.
+func startWarm(c *cli.Context, r *runner.Runner, max runner.Maxima) error {
 	var warm []string
 	for _, l := range strings.Split(c.String("warm"), ",") {
 		if l = strings.TrimSpace(l); l != "" {
 			warm = append(warm, l)
 		}
 	}
-	if err := r.StartPool(c.Context, warm, c.Int("warm-size")); err != nil {
+	if err := r.StartPool(c.Context, warm, c.Int("warm-size"), max); err != nil {
+		var fe *runner.FieldError
+		if errors.As(err, &fe) {
+			return fail("--warm: %s", fe.Render(nil))
+		}
 		return fail("--warm: %v", err)
 	}
 	return nil

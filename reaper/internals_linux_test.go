@@ -1,6 +1,9 @@
-package runner
+package reaper
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestServesShim tells a shim's server for one sandbox from its "start"
 // and "delete" commands, from other sandboxes' shims and from other
@@ -42,6 +45,21 @@ func TestIsTaskBundle(t *testing.T) {
 	} {
 		if got := isTaskBundle(dir, id); got != want {
 			t.Errorf("isTaskBundle(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}
+
+// TestShimScriptAnswer: the wrapper's answer to "delete" is what
+// containerd reads as a task.v2 DeleteResponse with exit status 255 (the
+// bytes an earlier boxer hand-wrote: field 2, varint 255).
+func TestShimScriptAnswer(t *testing.T) {
+	if got, want := printfOctal(nothingDeleted()), `\020\377\001`; got != want {
+		t.Errorf("answer = %s, want %s", got, want)
+	}
+	script := ShimScript("/opt/it's/shim")
+	for _, want := range []string{`shim='/opt/it'\''s/shim'`, `root='/run/containerd/runc'`, `printf '\020\377\001'`} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
 		}
 	}
 }

@@ -1,0 +1,123 @@
+package reaper
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ownerFile, in a run directory, names the boxer process the run belongs to.
+const ownerFile = "owner"
+
+// Self identifies this process across PID reuse: "pid:starttime".
+func Self() string {
+	pid := os.Getpid()
+	return strconv.Itoa(pid) + ":" + processStart(pid)
+}
+
+// Alive reports whether the process an owner string names still runs.
+func Alive(owner string) bool {
+	pidStr, start, ok := strings.Cut(owner, ":")
+	pid, err := strconv.Atoi(pidStr)
+	if !ok || err != nil || pid <= 0 {
+		return false
+	}
+	return start != "" && processStart(pid) == start
+}
+
+// processStart is field 22 of /proc/PID/stat, the start time in clock ticks
+// (proc(5)).
+func processStart(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name may hold spaces and parentheses: fields start after
+	// the last ')'.
+	s := string(data)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// MakeRunDir creates the run directory of sandbox id under runs and writes
+// its owner, this process. The owner file is written atomically: a
+// concurrent boxer's reaper must never read it half-written (an empty owner
+// is a dead one) and remove the directory.
+func MakeRunDir(runs, id string) (string, error) {
+	dir := filepath.Join(runs, id)
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, ownerFile), []byte(Self()), 0o600); err != nil {
+		return dir, fmt.Errorf("writing run owner: %w", err)
+	}
+	return dir, nil
+}
+
+// WorkspaceDir is where a run directory's workspace (a tmpfs) is mounted.
+func WorkspaceDir(runDir string) string { return filepath.Join(runDir, "workspace") }
+
+// RemoveRunDir unmounts a run directory's workspace, if any, and removes
+// the directory; it never removes through a mount.
+func RemoveRunDir(dir string) error {
+	ws := WorkspaceDir(dir)
+	if err := unix.Unmount(ws, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmounting %s: %w", ws, err)
+	}
+	return os.RemoveAll(dir)
+}
+
+// WriteFileAtomic writes data to a temporary file next to path and renames
+// it into place: a concurrent reader sees all of it or none. boxer writes
+// every file another boxer process may read this way (owner files, runtime
+// wrappers).
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp := fmt.Sprintf("%s.%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, data, perm); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// dirVerdict is what the reaper does with a run directory.
+type dirVerdict int
+
+const (
+	keepDir dirVerdict = iota
+	removeDir
+	removeUnlessContainer
+)
+
+// runDirVerdict decides for a run directory from its owner file (contents,
+// read error) and its age. A run writes its owner right after creating the
+// directory: a directory without an owner, or with an empty one, is another
+// run's being made, unless it is old. One whose owner is dead goes, unless
+// its container exists (then the container's reaping removes both).
+func runDirVerdict(owner []byte, readErr error, age time.Duration) dirVerdict {
+	switch {
+	case readErr != nil || len(owner) == 0:
+		if age > time.Minute {
+			return removeDir
+		}
+		return keepDir
+	case Alive(string(owner)):
+		return keepDir
+	}
+	return removeUnlessContainer
+}

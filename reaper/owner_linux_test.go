@@ -1,0 +1,54 @@
+package reaper
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// TestRunDirVerdict: the reaper never removes a run directory whose owner
+// file is being written (missing or empty) unless it is old, nor one whose
+// owner lives.
+func TestRunDirVerdict(t *testing.T) {
+	missing := os.ErrNotExist
+	for _, c := range []struct {
+		name  string
+		owner string
+		err   error
+		age   time.Duration
+		want  dirVerdict
+	}{
+		{"being made, no owner yet", "", missing, time.Second, keepDir},
+		{"being made, owner half-written", "", nil, time.Second, keepDir},
+		{"abandoned before its owner", "", missing, 2 * time.Minute, removeDir},
+		{"live owner", Self(), nil, time.Hour, keepDir},
+		{"dead owner", "1:0", nil, time.Second, removeUnlessContainer},
+		{"garbage owner", "x", nil, time.Second, removeUnlessContainer},
+	} {
+		if got := runDirVerdict([]byte(c.owner), c.err, c.age); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestMakeRunDir: a run directory carries this process as its owner, and
+// RemoveRunDir removes it (twice is fine).
+func TestMakeRunDir(t *testing.T) {
+	runs := t.TempDir()
+	dir, err := MakeRunDir(runs, "bx-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := os.ReadFile(dir + "/" + ownerFile)
+	if err != nil || string(owner) != Self() || !Alive(string(owner)) {
+		t.Errorf("owner %q, %v; want %q, alive", owner, err, Self())
+	}
+	for range 2 {
+		if err := RemoveRunDir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("run directory still there: %v", err)
+	}
+}

@@ -1,0 +1,30 @@
+// Package reaper removes what boxer processes that died left behind: their
+// sandboxes (containers with a dead owner), their run directories, and what
+// containerd lost of a sandbox whose creation their death cut short.
+//
+// Only the commands that create sandboxes (run, serve, mcp) start a reaper;
+// a client that only lists images or checks the host never waits for one.
+// It also owns the names by which a leftover is found: the container
+// labels, the run directory's owner file and the sandbox's cgroup path.
+package reaper
+
+import "time"
+
+// Labels on every sandbox container.
+const (
+	// LabelSandbox marks a container as a boxer sandbox.
+	LabelSandbox = "boxer.sandbox"
+	// LabelOwner names the boxer process that made it: "pid:starttime".
+	LabelOwner = "boxer.owner"
+)
+
+// CleanupTimeout bounds one teardown, and one pass of the reaper: cleanup
+// never uses a caller's (possibly cancelled) context, but a fresh, bounded
+// one.
+const CleanupTimeout = 15 * time.Second
+
+// CgroupsPath is the cgroup of sandbox id in a containerd namespace, as the
+// spec sets it and as the reaper looks for it.
+func CgroupsPath(namespace, id string) string {
+	return "/boxer/" + namespace + "/" + id
+}

@@ -1,0 +1,118 @@
+package reaper
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/log"
+)
+
+// Config says where a reaper looks and how it removes a sandbox.
+type Config struct {
+	Client *containerd.Client
+	// Namespace and Address are containerd's, as the sandboxes' shims
+	// know them.
+	Namespace string
+	Address   string
+	// Runs is the directory of run directories; State is boxer's state
+	// directory (where the runsc wrapper lives).
+	Runs  string
+	State string
+	// Bundles is containerd's task bundle directory and Shim the runc
+	// shim's binary, where known (boxer's private daemon): without them
+	// the sweep only removes runtime state and cgroups.
+	Bundles string
+	Shim    string
+	Cgroups cgroups.Mode
+	// Destroy removes one sandbox container, its task and its run
+	// directory: the runner's one teardown route.
+	Destroy func(ctx context.Context, c containerd.Container) error
+}
+
+// Reaper is one pass over the leftovers, under way in the background.
+type Reaper struct {
+	done chan struct{}
+}
+
+// Start removes, in the background, sandboxes whose boxer process is gone
+// (killed with SIGKILL, or its machine lost power): their containers,
+// tasks, run directories and whatever containerd lost of them.
+func Start(ctx context.Context, cfg Config) *Reaper {
+	r := &Reaper{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		cfg.reap(context.WithoutCancel(ctx))
+	}()
+	return r
+}
+
+// Wait waits for the pass to end (at most CleanupTimeout after Start).
+func (r *Reaper) Wait() {
+	if r != nil {
+		<-r.done
+	}
+}
+
+func (cfg Config) reap(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
+	defer cancel()
+	containers, err := cfg.Client.Containers(ctx, `labels."`+LabelSandbox+`"==true`)
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("listing sandboxes to reap")
+		return
+	}
+	var halfMade []string
+	for _, c := range containers {
+		labels, err := c.Labels(ctx)
+		if err != nil || Alive(labels[LabelOwner]) {
+			continue
+		}
+		created := taskCreated(ctx, c)
+		if err := cfg.Destroy(ctx, c); err != nil {
+			log.G(ctx).WithError(err).Warnf("reaping sandbox %s", c.ID())
+			continue
+		}
+		if !created {
+			halfMade = append(halfMade, c.ID())
+		}
+	}
+	// Only a sandbox whose task was not fully made when its boxer died can
+	// have parts containerd lost (see sweep).
+	if len(halfMade) > 0 {
+		cfg.sweep(ctx, halfMade)
+	}
+	// Run directories of runs that died before their container existed.
+	entries, _ := os.ReadDir(cfg.Runs)
+	for _, e := range entries {
+		dir := filepath.Join(cfg.Runs, e.Name())
+		owner, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		var age time.Duration
+		if info, serr := e.Info(); serr == nil {
+			age = time.Since(info.ModTime())
+		}
+		switch runDirVerdict(owner, err, age) {
+		case removeDir:
+			_ = RemoveRunDir(dir)
+		case removeUnlessContainer:
+			if _, err := cfg.Client.LoadContainer(ctx, e.Name()); err != nil {
+				_ = RemoveRunDir(dir)
+			}
+		}
+	}
+}
+
+// taskCreated says whether c's task was fully made: it has run, or runs.
+// No task, or one still in the created state (or whose state containerd
+// cannot tell), may be a creation its boxer's death cut short.
+func taskCreated(ctx context.Context, c containerd.Container) bool {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && (st.Status == containerd.Running || st.Status == containerd.Stopped || st.Status == containerd.Paused)
+}

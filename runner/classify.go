@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// exitFacts are what is known of a sandbox once its program has ended.
+type exitFacts struct {
+	// status is the exit status containerd reports: the program's code, or
+	// 128+N for a death by signal N (the shim reports it like a shell).
+	status uint32
+	// timedOut and interrupted say that boxer killed the sandbox, at the
+	// deadline or because its caller went away.
+	timedOut, interrupted bool
+	// oomKills is the sandbox cgroup's OOM kill counter.
+	oomKills uint64
+}
+
+// outcome is how a run ended, as the Result says it.
+type outcome struct {
+	status string
+	code   int
+	signal string
+}
+
+// classify tells how a run ended from its facts. A program that exits with
+// 128+N by itself reads as killed by signal N: containerd's shim reports
+// both the same way. OOM is never guessed from 137: the cgroup's counter
+// decides.
+func classify(f exitFacts) outcome {
+	o := outcome{status: StatusExited, code: int(f.status)}
+	if o.code > 128 && o.code <= 128+64 {
+		o.signal = unix.SignalName(syscall.Signal(o.code - 128))
+		o.status = StatusKilled
+	}
+	switch {
+	case f.interrupted:
+		o.status = StatusKilled
+	case f.timedOut:
+		o.status, o.code = StatusTimeout, ExitTimeout
+	case f.oomKills > 0 && o.code == ExitOOM:
+		o.status = StatusOOM
+	}
+	return o
+}
+
+// execFailure tells, from a runtime's failure to create or start a
+// sandbox, docker's 126 (the command cannot be executed) or 127 (not
+// found), with the runtime's own words; ok is false for any other failure.
+//
+// runc and runsc report these only as text, through containerd's gRPC:
+// there is no typed error to test, so their exec errors are matched here,
+// as docker does, and nowhere else in boxer. The messages each runtime
+// gives are in TestExecFailure.
+func execFailure(msg string) (code int, detail string, ok bool) {
+	i := -1
+	for _, marker := range []string{"exec: ", "error finding executable ", "failed to load "} {
+		if i = strings.Index(msg, marker); i >= 0 {
+			break
+		}
+	}
+	if i < 0 && !strings.Contains(msg, "exec format error") {
+		return 0, "", false
+	}
+	detail = msg
+	if i >= 0 {
+		detail = strings.TrimSuffix(msg[i:], ": unknown")
+	}
+	switch {
+	case strings.Contains(msg, "not found") || strings.Contains(msg, "no such file or directory"):
+		return ExitNotFound, detail, true
+	case strings.Contains(msg, "permission denied") || strings.Contains(msg, "exec format error") || strings.Contains(msg, "is a directory"):
+		return ExitCannotExec, detail, true
+	}
+	return 0, "", false
+}

@@ -1,0 +1,429 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/snapshots"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+)
+
+// state is where a sandbox is in its life. Each step moves it on by one
+// state; destroy ends it from any state, and is the only way to remove it.
+type state int
+
+const (
+	// stateNew: a value only, nothing on the host yet.
+	stateNew state = iota
+	// statePrepared: its run directory, owner, code directory and
+	// workspace are on the host.
+	statePrepared
+	// stateCreated: container and task created (the runtime made the
+	// namespaces, mounts and cgroup), limits verified, exit awaited.
+	stateCreated
+	// stateHeld: started with its program held by the gate until a
+	// request comes (pre-created sandboxes).
+	stateHeld
+	// stateRunning: the program runs.
+	stateRunning
+	// stateExited: the program has ended and its figures are read.
+	stateExited
+	// stateDestroyed: nothing of it is left.
+	stateDestroyed
+)
+
+func (s state) String() string {
+	return [...]string{"new", "prepared", "created", "held", "running", "exited", "destroyed"}[s]
+}
+
+// stateError is a step taken in a state it cannot be taken from.
+type stateError struct {
+	id       string
+	from, to state
+}
+
+func (e *stateError) Error() string {
+	return fmt.Sprintf("sandbox %s: cannot go from %s to %s", e.id, e.from, e.to)
+}
+
+// sandbox is one container for one program, from its run directory on the
+// host to the removal of everything it was.
+type sandbox struct {
+	r     *Runner
+	id    string
+	state state
+	// req is the normalized request the sandbox is shaped for; a
+	// pre-created sandbox's is its pool's.
+	req Request
+	// gate: the program waits for a line on stdin (pre-created sandboxes,
+	// started before their request; see gated).
+	gate bool
+	// pooled: taken from the pool; torn down after its result is answered.
+	pooled bool
+
+	runDir    string
+	dirs      sandboxDirs
+	limits    oci.Limits
+	container containerd.Container
+	task      containerd.Task
+	statusC   <-chan containerd.ExitStatus
+	stdout    *capped
+	stderr    *capped
+	stdin     *eofReader
+	stdinW    *io.PipeWriter
+	// gone is closed by destroy: goroutines of the run end with it.
+	gone    chan struct{}
+	started time.Time
+}
+
+// to moves the sandbox to state next if it is in one of from.
+func (sb *sandbox) to(next state, from ...state) error {
+	for _, s := range from {
+		if sb.state == s {
+			sb.state = next
+			return nil
+		}
+	}
+	return &stateError{id: sb.id, from: sb.state, to: next}
+}
+
+// newSandbox returns a sandbox for a normalized request, in state new.
+func (r *Runner) newSandbox(id string, req Request, gate bool) *sandbox {
+	return &sandbox{r: r, id: id, req: req, gate: gate, runDir: filepath.Join(r.runsDir, id)}
+}
+
+// make prepares and creates the sandbox on rootfs (and, gated, starts its
+// gate). On error, the caller destroys it.
+func (sb *sandbox) make(ctx context.Context, rootfs snapshots.Rootfs) error {
+	if err := sb.prepare(); err != nil {
+		return err
+	}
+	return sb.create(ctx, rootfs)
+}
+
+// prepare makes the host side: the run directory with its owner, an empty
+// code directory (with a language) and the workspace tmpfs.
+func (sb *sandbox) prepare() error {
+	if err := sb.to(statePrepared, stateNew); err != nil {
+		return err
+	}
+	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.id); err != nil {
+		return err
+	}
+	if sb.req.Lang != "" {
+		sb.dirs.Code = filepath.Join(sb.runDir, "code")
+		if err := os.Mkdir(sb.dirs.Code, 0o755); err != nil {
+			return fmt.Errorf("creating code directory: %w", err)
+		}
+	}
+	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
+	return mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID)
+}
+
+// create makes the container and its task: the runtime creates the
+// namespaces, mounts and cgroup, and boxer checks that the kernel enforces
+// the limits before anything runs. A gated sandbox is started too: its gate
+// holds the program. Creation RPCs are not cut by ctx (a cancelled one could
+// leave an object boxer does not know of); ctx is honoured between them.
+func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
+	next := stateCreated
+	if sb.gate {
+		next = stateHeld
+	}
+	if err := sb.to(next, statePrepared); err != nil {
+		return err
+	}
+	r := sb.r
+	sb.limits = sandboxLimits(sb.req, r.host)
+	spec, err := buildSpec(sb.id, sb.req, rootfs.Config.Env, r.host, sb.dirs, sb.gate)
+	if err != nil {
+		return err
+	}
+	shim, shimOpts, err := r.runtime(sb.req.Runtime)
+	if err != nil {
+		return err
+	}
+	opCtx := context.WithoutCancel(ctx)
+	sb.container, err = r.client.NewContainer(opCtx, sb.id,
+		containerd.WithSpec(spec),
+		containerd.WithRuntime(shim, shimOpts),
+		containerd.WithContainerLabels(map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner}),
+		withRootfs(rootfs),
+	)
+	if err != nil {
+		return fmt.Errorf("creating container: %w", err)
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	// stdin is a pipe the program reads once it starts: the request's
+	// stdin is copied in then, so a sandbox can be made before it is known.
+	pr, pw := io.Pipe()
+	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
+	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
+	sb.task, err = sb.container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(sb.stdin, sb.stdout, sb.stderr), cio.WithFIFODir(sb.runDir)))
+	if err != nil {
+		return &runtimeError{step: "starting sandbox", err: err}
+	}
+	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
+		return err
+	}
+	if sb.statusC, err = sb.task.Wait(opCtx); err != nil {
+		return fmt.Errorf("waiting on task: %w", err)
+	}
+	if sb.gate {
+		if err := sb.task.Start(opCtx); err != nil {
+			return &runtimeError{step: "starting sandbox", err: err}
+		}
+	}
+	return nil
+}
+
+// deliver gives the sandbox its request's code, files and output settings.
+// The program has not run yet: nothing it could see changes under it.
+func (sb *sandbox) deliver(d delivery) error {
+	if sb.state != stateCreated && sb.state != stateHeld {
+		return &stateError{id: sb.id, from: sb.state, to: stateRunning}
+	}
+	if sb.dirs.Code != "" {
+		p, err := LookupPreset(sb.req.Lang)
+		if err != nil {
+			return err
+		}
+		if err := writeCode(sb.dirs.Code, p.File, d.Code, p.Support); err != nil {
+			return err
+		}
+	}
+	sb.stdout.reset(d.OutputLimit, d.Stdout)
+	sb.stderr.reset(d.OutputLimit, d.Stderr)
+	if d.CopyIn != "" {
+		if err := copyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
+			return err
+		}
+	}
+	return writeFiles(sb.dirs.Workspace, d.Files, sb.req.UID, sb.req.GID)
+}
+
+// start lets the program run (the task starts, or the gate gets its line)
+// and feeds it stdin.
+func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
+	held := sb.state == stateHeld
+	if err := sb.to(stateRunning, stateCreated, stateHeld); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ErrInterrupted
+	}
+	opCtx := context.WithoutCancel(ctx)
+	sb.started = time.Now()
+	if held {
+		if _, err := io.WriteString(sb.stdinW, "\n"); err != nil {
+			return fmt.Errorf("starting sandbox: %w", err)
+		}
+	} else if err := sb.task.Start(opCtx); err != nil {
+		return &runtimeError{step: "starting sandbox", err: err}
+	}
+	go func() {
+		if stdin != nil {
+			_, _ = io.Copy(sb.stdinW, stdin)
+		}
+		sb.stdinW.Close()
+	}()
+	// The shim holds the stdin FIFO open: the program sees EOF only once
+	// containerd is told that the input is over.
+	go func() {
+		select {
+		case <-sb.stdin.eof:
+		case <-sb.gone:
+			return
+		}
+		if err := sb.task.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Debug("closing stdin")
+		}
+	}()
+	return nil
+}
+
+// exit is how the program ended and what it cost.
+type exit struct {
+	facts    exitFacts
+	duration time.Duration
+	stats    cgroups.Stats
+}
+
+// wait waits for the program to end, for the timeout (then the whole
+// sandbox is killed: every process in its PID namespace) or for ctx (the
+// same), and reads its figures from its cgroup before the task goes.
+func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error) {
+	var e exit
+	if err := sb.to(stateExited, stateRunning); err != nil {
+		return e, err
+	}
+	opCtx := context.WithoutCancel(ctx)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var status containerd.ExitStatus
+	select {
+	case status = <-sb.statusC:
+	case <-timer.C:
+		e.facts.timedOut = true
+	case <-ctx.Done():
+		e.facts.interrupted = true
+	}
+	if e.facts.timedOut || e.facts.interrupted {
+		if err := sb.task.Kill(opCtx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Warn("killing sandbox")
+		}
+		select {
+		case status = <-sb.statusC:
+		case <-time.After(reaper.CleanupTimeout):
+			return e, fmt.Errorf("sandbox %s did not exit after SIGKILL", sb.id)
+		}
+	}
+	if err := status.Error(); err != nil {
+		return e, fmt.Errorf("waiting for sandbox exit: %w", err)
+	}
+	end := time.Now()
+	if t := status.ExitTime(); !t.IsZero() && t.After(sb.started) {
+		end = t
+	}
+	e.duration = end.Sub(sb.started)
+	e.facts.status = status.ExitCode()
+	stats, err := cgroups.ReadStats(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id))
+	if err != nil {
+		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
+	}
+	e.stats, e.facts.oomKills = stats, stats.OOMKills
+	return e, sb.drain(opCtx)
+}
+
+// drain waits until the output is complete: the shim has copied the last of
+// it and closed the FIFOs, which it does once the process is gone. If that
+// takes long, deleting the task waits for it.
+func (sb *sandbox) drain(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		sb.task.IO().Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(time.Second):
+	}
+	dctx, cancel := context.WithTimeout(ctx, reaper.CleanupTimeout)
+	defer cancel()
+	// The process has exited: no kill first (runsc would say it cannot).
+	if _, err := sb.task.Delete(dctx); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("deleting task: %w", err)
+	}
+	return nil
+}
+
+// destroy removes everything the sandbox is, from whatever state it is in:
+// task (killed if it still runs), container, run directory and workspace,
+// and a cgroup a runtime left. It uses a fresh bounded context (the
+// caller's may be cancelled) and is idempotent.
+func (sb *sandbox) destroy(ctx context.Context) error {
+	if sb.state == stateDestroyed {
+		return nil
+	}
+	sb.state = stateDestroyed
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
+	defer cancel()
+	var errs []error
+	if sb.gone != nil {
+		close(sb.gone)
+		sb.stdinW.Close()
+	}
+	if sb.container != nil {
+		if err := removeContainer(cctx, sb.container); err != nil {
+			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
+		}
+	}
+	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
+		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
+	}
+	if err := cgroups.Remove(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id)); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeContainer removes a container's task (killing what still runs) and
+// the container, tolerating either being gone already.
+func removeContainer(ctx context.Context, c containerd.Container) error {
+	var errs []error
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx); errdefs.IsFailedPrecondition(err) {
+			// Still running, or created and never started: kill everything
+			// in it, wait, delete.
+			if statusC, werr := task.Wait(ctx); werr == nil {
+				if st, err := task.Status(ctx); err == nil && st.Status == containerd.Created && task.Pid() > 0 {
+					// Never started: runsc cannot signal a container with no
+					// process yet, and its task's process — the sandbox's
+					// own, a child of the shim, unreaped until it exits — is
+					// ours to end (for runc it is runc init).
+					_ = unix.Kill(int(task.Pid()), unix.SIGKILL)
+				} else {
+					_ = task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll)
+				}
+				select {
+				case <-statusC:
+				case <-ctx.Done():
+				}
+			}
+			_, err = task.Delete(ctx)
+		}
+		if err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting task: %w", err))
+		}
+	} else if !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("loading task: %w", err))
+	}
+	if err := c.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("deleting container: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// withRootfs points the container at the image's shared read-only view
+// without the extra round trip containerd.WithSnapshot makes.
+func withRootfs(r snapshots.Rootfs) containerd.NewContainerOpts {
+	return func(_ context.Context, _ *containerd.Client, c *containers.Container) error {
+		c.Snapshotter = r.Snapshotter
+		c.SnapshotKey = r.Key
+		c.Image = r.Image
+		return nil
+	}
+}
+
+// writeCode writes the program into dir, which is bind-mounted read-only
+// into the sandbox, and makes dir read-only.
+func writeCode(dir, file string, code []byte, support map[string]string) error {
+	for name, content := range support {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	// 0644, root's: even a sandbox running as uid 0 (without capabilities)
+	// meets the read-only mount, not just a permission bit.
+	if err := os.WriteFile(filepath.Join(dir, file), code, 0o644); err != nil {
+		return fmt.Errorf("writing code: %w", err)
+	}
+	return os.Chmod(dir, 0o555)
+}

@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// TestShapeCoversRequest proves that no field of Request can be forgotten
+// by the pool's matcher: each either changes the Shape (a pre-created
+// sandbox of another shape is never taken) or is part of the delivery,
+// under the same name and type, given to the sandbox when its program
+// starts. A field added to Request fails here until it is one or the other.
+func TestShapeCoversRequest(t *testing.T) {
+	mutate := map[string]func(*Request){
+		"Lang":        func(r *Request) { r.Lang = "javascript"; r.Image = "" },
+		"Code":        func(r *Request) { r.Code = []byte("print(2)") },
+		"Image":       func(r *Request) { r.Image = "other/image" },
+		"Args":        func(r *Request) { r.Args = []string{"false"} },
+		"Env":         func(r *Request) { r.Env = []string{"B=2"} },
+		"Timeout":     func(r *Request) { r.Timeout = time.Minute },
+		"MemoryBytes": func(r *Request) { r.MemoryBytes = 512 << 20 },
+		"CPUs":        func(r *Request) { r.CPUs = 2 },
+		"Pids":        func(r *Request) { r.Pids = 10 },
+		"TmpBytes":    func(r *Request) { r.TmpBytes = 8 << 20 },
+		"OutputLimit": func(r *Request) { r.OutputLimit = 10 },
+		"UID":         func(r *Request) { r.UID = 1001 },
+		"GID":         func(r *Request) { r.GID = 1001 },
+		"UserSet":     func(r *Request) { r.UserSet = !r.UserSet },
+		"Runtime":     func(r *Request) { r.Runtime = "runsc" },
+		"Network":     func(r *Request) { r.Network = "elsewhere" },
+		"Seccomp": func(r *Request) {
+			r.Seccomp = &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}}}}
+		},
+		"Stdin":   func(r *Request) { r.Stdin = strings.NewReader("x") },
+		"CopyIn":  func(r *Request) { r.CopyIn = os.TempDir() },
+		"Files":   func(r *Request) { r.Files = map[string][]byte{"a": []byte("b")} },
+		"CopyOut": func(r *Request) { r.CopyOut = "/nonexistent/out" },
+		"Stdout":  func(r *Request) { r.Stdout = new(bytes.Buffer) },
+		"Stderr":  func(r *Request) { r.Stderr = new(bytes.Buffer) },
+	}
+	// Two bases, so that each field can show its effect: a language run
+	// with the default user, and a command run with a user of its own.
+	bases := []Request{
+		{Lang: "python", Code: []byte("print(1)"), UID: 1000, GID: 1000},
+		{Image: "boxer/bash", Args: []string{"true"}, UID: 1000, GID: 1000, UserSet: true, Env: []string{"A=1"}},
+	}
+	delivered := map[string]reflect.Type{}
+	dt := reflect.TypeOf(delivery{})
+	for i := range dt.NumField() {
+		delivered[dt.Field(i).Name] = dt.Field(i).Type
+	}
+	rt := reflect.TypeOf(Request{})
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		m, ok := mutate[f.Name]
+		if !ok {
+			t.Errorf("Request.%s: no mutation here: add one, and put the field in Shape or in delivery", f.Name)
+			continue
+		}
+		changes := false
+		for _, base := range bases {
+			changed := base
+			m(&changed)
+			if !reflect.DeepEqual(reflect.ValueOf(changed).Field(i).Interface(), reflect.ValueOf(base).Field(i).Interface()) {
+				changes = changes || shapeOf(base) != shapeOf(changed)
+			} else {
+				t.Errorf("Request.%s: the mutation does not change it", f.Name)
+			}
+		}
+		typ, isDelivered := delivered[f.Name]
+		switch {
+		case isDelivered && typ != f.Type:
+			t.Errorf("Request.%s is %s but delivery.%s is %s", f.Name, f.Type, f.Name, typ)
+		case isDelivered && changes:
+			t.Errorf("Request.%s is delivered at start, yet it changes the Shape", f.Name)
+		case !isDelivered && !changes:
+			t.Errorf("Request.%s neither changes the Shape nor is delivered at start: a pre-created sandbox would ignore it", f.Name)
+		}
+		delete(delivered, f.Name)
+	}
+	for name := range delivered {
+		t.Errorf("delivery.%s is no field of Request", name)
+	}
+}
+
+// shapeOf is the shape of a request as the runner sees it: normalized
+// (Normalize's own checks aside: a shape exists for any request).
+func shapeOf(r Request) Shape {
+	n, _ := r.Normalize()
+	return n.Shape()
+}
+
+// TestShapeOfPoolRequest: a request that names the preset's image itself,
+// or sets the defaults itself, has the pool's shape; one that differs in a
+// limit does not.
+func TestShapeOfPoolRequest(t *testing.T) {
+	pool := shapeOf(Request{Lang: "python"})
+	same := shapeOf(Request{Lang: "python", Image: "boxer/python", MemoryBytes: DefaultMemory, Timeout: time.Second, Code: []byte("x")})
+	if same != pool {
+		t.Errorf("shape %+v, want the pool's %+v", same, pool)
+	}
+	if other := shapeOf(Request{Lang: "python", Pids: 65}); other == pool {
+		t.Error("a request with other limits has the pool's shape")
+	}
+}

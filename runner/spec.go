@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// runscPidsOverhead is room for gVisor's own host threads in the sandbox's
+// pids cgroup, on top of two host tasks per sandboxed one (on the ptrace
+// platform each sandboxed thread has a host stub). Too little room kills the
+// whole sandbox instead of failing the program's fork.
+const runscPidsOverhead = 256
+
+// hostFacts are what a sandbox's spec takes from the host.
+type hostFacts struct {
+	// Namespace is containerd's, part of the sandbox's cgroup path.
+	Namespace string
+	// NoFile is the sandbox's RLIMIT_NOFILE: at most the caller's hard
+	// limit (raising a hard limit needs CAP_SYS_RESOURCE).
+	NoFile uint64
+}
+
+// sandboxDirs are the host directories a sandbox binds.
+type sandboxDirs struct {
+	// Code is bound read-only at /code; empty without a language.
+	Code string
+	// Workspace, a size-limited tmpfs on the host, is bound at /workspace.
+	Workspace string
+}
+
+// sandboxLimits are the limits the kernel enforces for req on host: the
+// request's own, but under runsc the host pids limit leaves room for
+// gVisor's threads, which live in the sandbox's cgroup.
+func sandboxLimits(req Request, host hostFacts) oci.Limits {
+	l := oci.Limits{MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids, TmpBytes: req.TmpBytes, NoFile: host.NoFile}
+	if req.Runtime == "runsc" {
+		l.Pids = 2*l.Pids + runscPidsOverhead
+	}
+	return l
+}
+
+// buildSpec returns the OCI spec of sandbox id for a normalized request,
+// the environment of its image's config and the host's facts. A gated
+// sandbox's program waits for a line on stdin before it runs (see gated).
+func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs sandboxDirs, gate bool) (*specs.Spec, error) {
+	var presetEnv []string
+	if req.Lang != "" {
+		p, err := LookupPreset(req.Lang)
+		if err != nil {
+			return nil, err
+		}
+		presetEnv = p.Env
+	}
+	args, env := req.args(), buildEnv(imageEnv, presetEnv, req.Env)
+	if gate {
+		args = gated(args, env)
+	}
+	profile := req.Seccomp
+	if profile == nil {
+		profile = seccomp.DefaultProfile()
+	}
+	opts := []oci.SpecOpts{
+		oci.WithHardenedBase,
+		oci.WithProcess(args, env, oci.Workspace),
+		oci.WithUser(req.UID, req.GID),
+		oci.WithLimits(sandboxLimits(req, host)),
+		oci.WithCgroupsPath(reaper.CgroupsPath(host.Namespace, id)),
+		oci.WithSeccomp(profile),
+		oci.WithWorkspaceBind(dirs.Workspace),
+	}
+	if req.Runtime == "runsc" {
+		// The program's own process cap under gVisor, which counts
+		// RLIMIT_NPROC per sandbox (its kernel is the sandbox's alone).
+		opts = append(opts, oci.WithRlimit("RLIMIT_NPROC", uint64(req.Pids)))
+	}
+	if dirs.Code != "" {
+		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))
+	}
+	spec, err := oci.New(context.Background(), id, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("building spec: %w", err)
+	}
+	return spec, nil
+}
+
+// gated wraps a pre-created sandbox's command so that it can be started
+// before its request is known: a shell waits for one line on stdin, then
+// replaces itself with the program (exec: the program is PID 1, nothing of
+// the shell is left). dash exports PWD, which the program of a cold sandbox
+// does not get, so the gate unsets it unless the sandbox's environment sets
+// it.
+func gated(args, env []string) []string {
+	script := `read -r _ && unset PWD && exec "$@"`
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PWD=") {
+			script = `read -r _ && exec "$@"`
+		}
+	}
+	return append([]string{"/bin/sh", "-c", script, "sh"}, args...)
+}
+
+// buildEnv merges environments, later entries replacing earlier ones by name.
+func buildEnv(layers ...[]string) []string {
+	var out []string
+	index := map[string]int{}
+	for _, layer := range layers {
+		for _, kv := range layer {
+			k, _, _ := strings.Cut(kv, "=")
+			if i, ok := index[k]; ok {
+				out[i] = kv
+				continue
+			}
+			index[k] = len(out)
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// TestBuildSpec: the spec is a function of the normalized request, the
+// image's environment and the host's facts.
+func TestBuildSpec(t *testing.T) {
+	host := hostFacts{Namespace: "ns", NoFile: 512}
+	dirs := sandboxDirs{Code: "/run/boxer/runs/bx-1/code", Workspace: "/run/boxer/runs/bx-1/workspace"}
+	norm := func(r Request) Request {
+		n, err := r.Normalize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	custom := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}}
+	tests := []struct {
+		name  string
+		req   Request
+		dirs  sandboxDirs
+		gate  bool
+		check func(t *testing.T, s *specs.Spec)
+	}{
+		{"python preset", norm(Request{Lang: "python", Env: []string{"HOME=/tmp"}}), dirs, false, func(t *testing.T, s *specs.Spec) {
+			if want := []string{"python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
+				t.Errorf("args %q, want %q", s.Process.Args, want)
+			}
+			// Image, then preset, then request; later names win.
+			if want := []string{"PATH=/usr/bin", "HOME=/tmp", "PYTHONDONTWRITEBYTECODE=1"}; !slices.Equal(s.Process.Env, want) {
+				t.Errorf("env %q, want %q", s.Process.Env, want)
+			}
+			if u := s.Process.User; u.UID != DefaultUID || u.GID != DefaultGID {
+				t.Errorf("user %d:%d", u.UID, u.GID)
+			}
+			if s.Linux.CgroupsPath != "/boxer/ns/bx-1" {
+				t.Errorf("cgroups path %q", s.Linux.CgroupsPath)
+			}
+			if got := *s.Linux.Resources.Pids.Limit; got != DefaultPids {
+				t.Errorf("pids %d, want %d", got, DefaultPids)
+			}
+			if got := *s.Linux.Resources.Memory.Limit; got != DefaultMemory {
+				t.Errorf("memory %d", got)
+			}
+			if !hasMount(s, oci.CodeDir, dirs.Code, "ro") || !hasMount(s, oci.Workspace, dirs.Workspace, "rw") {
+				t.Errorf("mounts %+v", s.Mounts)
+			}
+			if rl := rlimit(s, "RLIMIT_NOFILE"); rl == nil || rl.Hard != 512 || rl.Soft != 512 {
+				t.Errorf("RLIMIT_NOFILE %+v, want the host's 512", rl)
+			}
+			if rlimit(s, "RLIMIT_NPROC") != nil {
+				t.Error("RLIMIT_NPROC set under runc")
+			}
+			if len(s.Linux.Seccomp.Syscalls) != len(seccomp.DefaultProfile().Syscalls) {
+				t.Error("not the default seccomp profile")
+			}
+		}},
+		{"command in an image", norm(Request{Image: "img", Args: []string{"/bin/true", "x"}, UID: 1000, GID: 100, UserSet: true}), sandboxDirs{Workspace: dirs.Workspace}, false, func(t *testing.T, s *specs.Spec) {
+			if !slices.Equal(s.Process.Args, []string{"/bin/true", "x"}) {
+				t.Errorf("args %q", s.Process.Args)
+			}
+			if u := s.Process.User; u.UID != 1000 || u.GID != 100 {
+				t.Errorf("user %d:%d", u.UID, u.GID)
+			}
+			for _, m := range s.Mounts {
+				if m.Destination == oci.CodeDir {
+					t.Errorf("a command run has %s", oci.CodeDir)
+				}
+			}
+		}},
+		{"runsc", norm(Request{Lang: "bash", Runtime: "runsc", Pids: 10}), dirs, false, func(t *testing.T, s *specs.Spec) {
+			if got := *s.Linux.Resources.Pids.Limit; got != 2*10+runscPidsOverhead {
+				t.Errorf("host pids %d, want room for gVisor's threads", got)
+			}
+			if rl := rlimit(s, "RLIMIT_NPROC"); rl == nil || rl.Hard != 10 {
+				t.Errorf("RLIMIT_NPROC %+v, want 10", rl)
+			}
+		}},
+		{"custom seccomp", norm(Request{Lang: "bash", Seccomp: custom}), dirs, false, func(t *testing.T, s *specs.Spec) {
+			if s.Linux.Seccomp != custom {
+				t.Error("the request's profile is not the spec's")
+			}
+		}},
+		{"gated", norm(Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {
+			if want := []string{"/bin/sh", "-c", `read -r _ && unset PWD && exec "$@"`, "sh", "python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
+				t.Errorf("args %q, want %q", s.Process.Args, want)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := buildSpec("bx-1", tc.req, []string{"PATH=/usr/bin", "HOME=/"}, host, tc.dirs, tc.gate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.Root.Readonly || !s.Process.NoNewPrivileges || s.Process.Cwd != oci.Workspace {
+				t.Errorf("hardened base lost: root ro %v, no_new_privs %v, cwd %q", s.Root.Readonly, s.Process.NoNewPrivileges, s.Process.Cwd)
+			}
+			tc.check(t, s)
+		})
+	}
+}
+
+func hasMount(s *specs.Spec, dst, src, opt string) bool {
+	for _, m := range s.Mounts {
+		if m.Destination == dst && m.Source == src && slices.Contains(m.Options, opt) {
+			return true
+		}
+	}
+	return false
+}
+
+func rlimit(s *specs.Spec, typ string) *specs.POSIXRlimit {
+	for i, r := range s.Process.Rlimits {
+		if r.Type == typ {
+			return &s.Process.Rlimits[i]
+		}
+	}
+	return nil
+}
+
+// TestGated: the gate waits for a line, then execs the program with the
+// sandbox's environment (dash's PWD removed unless the sandbox sets it).
+func TestGated(t *testing.T) {
+	args := []string{"python3", "-u", "/code/main.py"}
+	got := gated(args, []string{"PATH=/usr/bin", "HOME=/workspace"})
+	want := []string{"/bin/sh", "-c", `read -r _ && unset PWD && exec "$@"`, "sh", "python3", "-u", "/code/main.py"}
+	if !slices.Equal(got, want) {
+		t.Errorf("gated = %q, want %q", got, want)
+	}
+	got = gated(args, []string{"PWD=/workspace"})
+	if got[2] != `read -r _ && exec "$@"` {
+		t.Errorf("with PWD set, the gate is %q", got[2])
+	}
+}
+
+// TestPresetsAreCopies: what Presets and LookupPreset return cannot change
+// what a sandbox runs.
+func TestPresetsAreCopies(t *testing.T) {
+	p, err := LookupPreset("python")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Command[0], p.Env[0], p.Image = "sh", "X=1", "evil"
+	ps := Presets()
+	ps[0].Command[0] = "sh"
+	again, _ := LookupPreset("python")
+	if again.Command[0] != "python3" || again.Env[0] != "PYTHONDONTWRITEBYTECODE=1" || again.Image != "boxer/python" {
+		t.Errorf("preset changed through a copy: %+v", again)
+	}
+	first, _ := LookupPreset(ps[0].Name)
+	if first.Command[0] == "sh" {
+		t.Error("Presets handed out the preset itself")
+	}
+	for _, p := range Presets() {
+		if p.Example == "" {
+			t.Errorf("preset %s has no example", p.Name)
+		}
+	}
+}
