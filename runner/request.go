@@ -4,17 +4,12 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/docker/go-units"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -79,78 +74,6 @@ type Request struct {
 	// capped by OutputLimit like the copies kept in the Result.
 	Stdout io.Writer `json:"-"`
 	Stderr io.Writer `json:"-"`
-}
-
-// The names of a Request's fields in errors: the request's own terms, as
-// the HTTP API and MCP name them. The CLI maps them to its flags.
-const (
-	FieldLang        = "lang"
-	FieldCode        = "code"
-	FieldImage       = "image"
-	FieldCommand     = "command"
-	FieldEnv         = "env"
-	FieldTimeout     = "timeout"
-	FieldMemory      = "memory"
-	FieldCPUs        = "cpus"
-	FieldPids        = "pids"
-	FieldTmpSize     = "tmp_size"
-	FieldOutputLimit = "output_limit"
-	FieldUser        = "user"
-	FieldRuntime     = "runtime"
-	FieldNetwork     = "network"
-	FieldSeccomp     = "seccomp_profile"
-	FieldFiles       = "files"
-	FieldCopyIn      = "copy_in"
-	FieldCopyOut     = "copy_out"
-)
-
-// FieldError is a request boxer refuses: Field names the field at fault and
-// Message says what it accepts. errors.Is(err, ErrInvalid) holds for it.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-// Message may name other fields in braces ("raise {tmp_size}"): Render
-// writes them, and the field at fault, in the caller's own terms.
-
-// Error reads as a sentence: "memory must be at least 6MiB, not 1KiB".
-func (e *FieldError) Error() string { return e.Render(nil) }
-
-// Render writes the error with each field named by name (a CLI's flags);
-// nil keeps the request's own terms.
-func (e *FieldError) Render(name func(field string) string) string {
-	if name == nil {
-		name = func(f string) string { return f }
-	}
-	return name(e.Field) + " " + e.Text(name)
-}
-
-// Text is the message alone, other fields named by name (nil: the
-// request's own terms), as the HTTP API answers it beside the field.
-func (e *FieldError) Text(name func(field string) string) string {
-	if name == nil {
-		name = func(f string) string { return f }
-	}
-	var pairs []string
-	for _, f := range fields() {
-		pairs = append(pairs, "{"+f+"}", name(f))
-	}
-	return strings.NewReplacer(pairs...).Replace(e.Message)
-}
-
-// fields lists every field name a message may refer to.
-func fields() []string {
-	return []string{FieldLang, FieldCode, FieldImage, FieldCommand, FieldEnv, FieldTimeout, FieldMemory, FieldCPUs,
-		FieldPids, FieldTmpSize, FieldOutputLimit, FieldUser, FieldRuntime, FieldNetwork, FieldSeccomp, FieldFiles,
-		FieldCopyIn, FieldCopyOut}
-}
-
-// Is makes a FieldError an ErrInvalid.
-func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
-
-func fieldErr(field, format string, args ...any) *FieldError {
-	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 // Normalize returns r with its defaults filled in, or a *FieldError for the
@@ -222,48 +145,6 @@ func capLimit[T int64 | float64 | time.Duration](field string, v *T, def, max T)
 		return fieldErr(field, "%s is above this server's maximum of %s", formatLimit(field, float64(*v)), formatLimit(field, float64(max)))
 	}
 	return nil
-}
-
-// CheckLimit checks a value given for one of the limits (timeout in
-// nanoseconds, sizes in bytes): Normalize applies it to every limit, and
-// decoders to a value given explicitly, where zero is no default but a
-// mistake (--cpus 0).
-func CheckLimit(field string, v float64) error {
-	var least float64
-	var msg string
-	switch field {
-	case FieldTimeout:
-		least, msg = 1, "must be positive, like 30s"
-	case FieldMemory:
-		// runc itself needs a few MiB of the sandbox's memory to start it.
-		least, msg = 6<<20, "must be at least 6MiB"
-	case FieldCPUs:
-		least, msg = 0.01, "must be at least 0.01"
-	case FieldPids:
-		least, msg = 1, "must be at least 1"
-	case FieldTmpSize, FieldOutputLimit:
-		least, msg = 1, "must be larger than 0"
-	default:
-		return nil
-	}
-	if v < least {
-		return fieldErr(field, "%s, not %s", msg, formatLimit(field, v))
-	}
-	return nil
-}
-
-// formatLimit writes a limit's value the way a caller writes it.
-func formatLimit(field string, v float64) string {
-	switch field {
-	case FieldTimeout:
-		return time.Duration(v).String()
-	case FieldMemory, FieldTmpSize, FieldOutputLimit:
-		if v < 0 {
-			return fmt.Sprintf("%g", v)
-		}
-		return units.BytesSize(v)
-	}
-	return fmt.Sprintf("%g", v)
 }
 
 // check refuses what Normalize cannot default: unknown names, a program
@@ -366,81 +247,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// Shape is what a sandbox is made of before its program is known: image,
-// command, environment, user, runtime, limits, seccomp. Two normalized
-// requests of the same shape can use each other's pre-created sandbox;
-// everything else of a request (its delivery) is given to the sandbox when
-// its program starts. Shape is comparable: it keys the warm pool.
-type Shape struct {
-	Lang, Image, Runtime, Network string
-	// Args and Env are joined with NUL bytes, in order.
-	Args, Env   string
-	UID, GID    uint32
-	MemoryBytes int64
-	CPUs        float64
-	Pids        int64
-	TmpBytes    int64
-	// Seccomp is the digest of a replaced profile; empty for the default.
-	Seccomp string
-}
-
-// Shape returns the shape of a normalized request.
-func (r Request) Shape() Shape {
-	s := Shape{
-		Lang: r.Lang, Image: r.image(), Runtime: r.Runtime, Network: r.Network,
-		Args: strings.Join(r.args(), "\x00"), Env: strings.Join(r.Env, "\x00"),
-		UID: r.UID, GID: r.GID,
-		MemoryBytes: r.MemoryBytes, CPUs: r.CPUs, Pids: r.Pids, TmpBytes: r.TmpBytes,
-	}
-	if r.Seccomp != nil {
-		data, _ := json.Marshal(r.Seccomp)
-		sum := sha256.Sum256(data)
-		s.Seccomp = hex.EncodeToString(sum[:])
-	}
-	return s
-}
-
-// delivery is what a sandbox gets of its request when the program starts,
-// rather than when the sandbox is made: the program's code and input,
-// files, the time and output it may take, where its output and files go.
-// Every field of Request is in its Shape or here, under the same name
-// (TestShapeCoversRequest).
-type delivery struct {
-	Code        []byte
-	Stdin       io.Reader
-	Files       map[string][]byte
-	CopyIn      string
-	CopyOut     string
-	Timeout     time.Duration
-	OutputLimit int64
-	Stdout      io.Writer
-	Stderr      io.Writer
-}
-
-func (r Request) delivery() delivery {
-	return delivery{
-		Code: r.Code, Stdin: r.Stdin, Files: r.Files, CopyIn: r.CopyIn, CopyOut: r.CopyOut,
-		Timeout: r.Timeout, OutputLimit: r.OutputLimit, Stdout: r.Stdout, Stderr: r.Stderr,
-	}
-}
-
-// image is the image a request runs in: its own, or its preset's.
-func (r Request) image() string {
-	if r.Image != "" || r.Lang == "" {
-		return r.Image
-	}
-	p, _ := LookupPreset(r.Lang)
-	return p.Image
-}
-
-// args is the argv a request runs: its preset's interpreter on the code
-// file, or its command.
-func (r Request) args() []string {
-	if r.Lang == "" {
-		return r.Args
-	}
-	p, _ := LookupPreset(r.Lang)
-	return p.Args()
 }

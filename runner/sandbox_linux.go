@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
-	"golang.org/x/sys/unix"
 )
 
 // state is where a sandbox is in its life. Each step moves it on by one
@@ -332,73 +330,6 @@ func (sb *sandbox) drain(ctx context.Context) error {
 		return fmt.Errorf("deleting task: %w", err)
 	}
 	return nil
-}
-
-// destroy removes everything the sandbox is, from whatever state it is in:
-// task (killed if it still runs), container, run directory and workspace,
-// and a cgroup a runtime left. It uses a fresh bounded context (the
-// caller's may be cancelled) and is idempotent.
-func (sb *sandbox) destroy(ctx context.Context) error {
-	if sb.state == stateDestroyed {
-		return nil
-	}
-	sb.state = stateDestroyed
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
-	defer cancel()
-	var errs []error
-	if sb.gone != nil {
-		close(sb.gone)
-		sb.stdinW.Close()
-	}
-	if sb.container != nil {
-		if err := removeContainer(cctx, sb.container); err != nil {
-			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
-		}
-	}
-	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
-		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
-	}
-	if err := cgroups.Remove(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id)); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
-}
-
-// removeContainer removes a container's task (killing what still runs) and
-// the container, tolerating either being gone already.
-func removeContainer(ctx context.Context, c containerd.Container) error {
-	var errs []error
-	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx); errdefs.IsFailedPrecondition(err) {
-			// Still running, or created and never started: kill everything
-			// in it, wait, delete.
-			if statusC, werr := task.Wait(ctx); werr == nil {
-				if st, err := task.Status(ctx); err == nil && st.Status == containerd.Created && task.Pid() > 0 {
-					// Never started: runsc cannot signal a container with no
-					// process yet, and its task's process — the sandbox's
-					// own, a child of the shim, unreaped until it exits — is
-					// ours to end (for runc it is runc init).
-					_ = unix.Kill(int(task.Pid()), unix.SIGKILL)
-				} else {
-					_ = task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll)
-				}
-				select {
-				case <-statusC:
-				case <-ctx.Done():
-				}
-			}
-			_, err = task.Delete(ctx)
-		}
-		if err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting task: %w", err))
-		}
-	} else if !errdefs.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("loading task: %w", err))
-	}
-	if err := c.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("deleting container: %w", err))
-	}
-	return errors.Join(errs...)
 }
 
 // withRootfs points the container at the image's shared read-only view
