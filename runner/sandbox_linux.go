@@ -256,6 +256,10 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 	return nil
 }
 
+// drainTimeout bounds the wait for a sandbox's output once its program
+// has ended.
+const drainTimeout = 5 * time.Second
+
 // exit is how the program ended and what it cost.
 type exit struct {
 	facts    exitFacts
@@ -310,8 +314,11 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 }
 
 // drain waits until the output is complete: the shim has copied the last of
-// it and closed the FIFOs, which it does once the process is gone. If that
-// takes long, deleting the task waits for it.
+// it and closed the FIFOs, which it does once the process is gone. Only
+// then may the task be deleted: containerd's Task.Delete cancels the
+// client's copy from the FIFOs (pkg/cio's cancel closes them), and what was
+// not read yet would be lost. A shim that never closes them (it died) is
+// given drainTimeout.
 func (sb *sandbox) drain(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
@@ -321,7 +328,7 @@ func (sb *sandbox) drain(ctx context.Context) error {
 	select {
 	case <-done:
 		return nil
-	case <-time.After(time.Second):
+	case <-time.After(drainTimeout):
 	}
 	dctx, cancel := context.WithTimeout(ctx, reaper.CleanupTimeout)
 	defer cancel()
