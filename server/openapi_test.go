@@ -79,8 +79,17 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	// Routes the document does not list must not exist.
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/runs", nil))
-	if rec.Code != http.StatusMethodNotAllowed {
-		t.Errorf("GET /v1/runs: %d, want 405", rec.Code)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "POST" {
+		t.Errorf("GET /v1/runs: %d, want 405 allowing POST", rec.Code)
+	}
+	// The mux's own 4xx answers have the one error shape.
+	for path, code := range map[string]int{"/v1/runs": http.StatusMethodNotAllowed, "/nowhere": http.StatusNotFound} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		var e APIError
+		if rec.Code != code || json.Unmarshal(rec.Body.Bytes(), &e) != nil || e.Field == "" || e.Message == "" {
+			t.Errorf("GET %s: %d %q, want %d with a JSON error", path, rec.Code, rec.Body, code)
+		}
 	}
 	served := httptest.NewRecorder()
 	h.ServeHTTP(served, httptest.NewRequest("GET", "/v1/openapi.json", nil))

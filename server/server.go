@@ -85,12 +85,28 @@ func New(r *runner.Runner, cfg Config) *Server {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/runs", s.handleRun)
-	mux.HandleFunc("GET /healthz", s.handleHealth)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(OpenAPI)
+	routes := []struct {
+		method, path string
+		h            http.Handler
+	}{
+		{"POST", "/v1/runs", http.HandlerFunc(s.handleRun)},
+		{"GET", "/healthz", http.HandlerFunc(s.handleHealth)},
+		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
+		{"GET", "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(OpenAPI)
+		})},
+	}
+	// Every 4xx has the one error shape, the mux's own 404 and 405 too.
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, rt.h)
+		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", rt.method)
+			s.reject(w, r, http.StatusMethodNotAllowed, &APIError{Field: "method", Message: "must be " + rt.method + " for " + rt.path}, nil)
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.reject(w, r, http.StatusNotFound, &APIError{Field: "path", Message: "names nothing: see GET /v1/openapi.json"}, nil)
 	})
 	return s.authenticate(mux)
 }
