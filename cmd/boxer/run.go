@@ -228,12 +228,12 @@ func requestError(err error) error {
 func readCode(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("-f: %v", err)
+		return nil, fmt.Errorf("-f: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("-f: %v", err)
+		return nil, fmt.Errorf("-f: %w", err)
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("-f %s: not a regular file", path)
