@@ -37,3 +37,19 @@ func TestPackageDirection(t *testing.T) {
 		}
 	}
 }
+
+// TestNonLinuxBuild keeps the packages a library user imports through runner
+// building elsewhere than Linux, where their Linux-only calls answer that
+// boxer needs Linux. Vet type-checks the tests too, and with them the
+// api_test.go files that pin each non-Linux body to its Linux signature.
+func TestNonLinuxBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
+	}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/"}
+	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
+	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("GOOS=darwin go vet %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
+}

@@ -1,6 +1,10 @@
 // Package cgroups detects the host's cgroup mode, checks that the controllers
 // boxer's limits need are there, and reads a sandbox's figures (peak memory,
 // CPU time, OOM kills) from its cgroup, on cgroup v1, hybrid and v2 hosts.
+//
+// Cgroups are Linux's: elsewhere DetectMode reports Unavailable, the checks
+// and readers fail with an error saying boxer needs Linux, and Remove, Exists
+// and Kill find nothing.
 package cgroups
 
 import (
@@ -9,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -40,8 +45,14 @@ func (m Mode) String() string {
 	}
 }
 
-// Required are the controllers boxer's limits and figures need.
-var Required = []string{"memory", "cpu", "pids"}
+// Root is where cgroup filesystems are mounted.
+const Root = "/sys/fs/cgroup"
+
+// required are the controllers boxer's limits and figures need.
+var required = []string{"memory", "cpu", "pids"}
+
+// Required returns the controllers boxer's limits and figures need.
+func Required() []string { return slices.Clone(required) }
 
 // Stats are the figures of one sandbox, read from its cgroup.
 type Stats struct {

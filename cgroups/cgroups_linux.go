@@ -14,9 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Root is where cgroup filesystems are mounted.
-const Root = "/sys/fs/cgroup"
-
 var (
 	modeOnce sync.Once
 	mode     Mode
@@ -47,7 +44,7 @@ func detectMode(root string) Mode {
 }
 
 // Check returns an error naming what is missing when the host cannot enforce
-// boxer's limits: each of Required must be an active controller.
+// boxer's limits: each of Required() must be an active controller.
 func Check(m Mode) error {
 	return checkAt(m, Root)
 }
@@ -61,13 +58,13 @@ func checkAt(m Mode, root string) error {
 			return fmt.Errorf("reading cgroup controllers: %w", err)
 		}
 		have := parseControllers(data)
-		for _, c := range Required {
+		for _, c := range required {
 			if !have[c] {
 				missing = append(missing, c)
 			}
 		}
 	case Legacy, Hybrid:
-		for _, c := range Required {
+		for _, c := range required {
 			var st unix.Statfs_t
 			if err := unix.Statfs(filepath.Join(root, c), &st); err != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
 				missing = append(missing, c)

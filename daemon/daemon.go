@@ -1,14 +1,24 @@
 // Package daemon finds the containerd boxer talks to and, when the host has
 // none, starts and stops boxer's private one ("embedded default").
+//
+// The private daemon is Linux's: elsewhere Ensure fails saying so, Stop finds
+// none and GetStatus reports it not running. Resolve and Answers work
+// everywhere, so a containerd given by address is still reachable.
 package daemon
 
 import (
+	"context"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
-// Defaults from SPEC.md. BOXER_ROOT and BOXER_STATE move every boxer-owned
-// file (tests use them to get a private world in a temporary directory).
+// Defaults, as docs/reference.md documents them. BOXER_ROOT and BOXER_STATE
+// move every boxer-owned file (tests use them to get a private world in a
+// temporary directory).
 const (
 	DefaultRoot          = "/var/lib/boxer"
 	DefaultState         = "/run/boxer"
@@ -34,8 +44,8 @@ type Config struct {
 }
 
 // FromEnv returns the configuration from BOXER_ROOT, BOXER_STATE,
-// BOXER_SYSTEM_ADDRESS, BOXER_CONTAINERD and BOXER_CACHE, with SPEC.md's
-// defaults.
+// BOXER_SYSTEM_ADDRESS, BOXER_CONTAINERD and BOXER_CACHE, with the defaults
+// docs/reference.md documents.
 func FromEnv() Config {
 	c := Config{
 		Root:          envOr("BOXER_ROOT", DefaultRoot),
@@ -76,3 +86,36 @@ func (c Config) ConfigFile() string { return filepath.Join(c.State, "containerd.
 func (c Config) LogFile() string { return filepath.Join(c.Root, "containerd.log") }
 
 func (c Config) lockFile() string { return filepath.Join(c.State, "containerd.lock") }
+
+// Resolve returns the containerd address to use: explicit if set; else the
+// system socket if it answers; else boxer's private daemon, started if it is
+// not running. progress, if not nil, hears about a start.
+func Resolve(ctx context.Context, c Config, explicit string, progress io.Writer) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if c.SystemAddress != "" && Answers(c.SystemAddress) {
+		return c.SystemAddress, nil
+	}
+	if _, err := Ensure(ctx, c, progress); err != nil {
+		return "", err
+	}
+	return c.Address(), nil
+}
+
+// Answers reports whether something accepts connections on the unix socket.
+func Answers(address string) bool {
+	conn, err := net.DialTimeout("unix", strings.TrimPrefix(address, "unix://"), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// Status describes the private daemon.
+type Status struct {
+	PID     int
+	Running bool
+	Address string
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,32 +19,6 @@ import (
 
 // startTimeout bounds how long boxer waits for a daemon it started to answer.
 const startTimeout = 30 * time.Second
-
-// Resolve returns the containerd address to use: explicit if set; else the
-// system socket if it answers; else boxer's private daemon, started if it is
-// not running. progress, if not nil, hears about a start.
-func Resolve(ctx context.Context, c Config, explicit string, progress io.Writer) (string, error) {
-	if explicit != "" {
-		return explicit, nil
-	}
-	if c.SystemAddress != "" && Answers(c.SystemAddress) {
-		return c.SystemAddress, nil
-	}
-	if _, err := Ensure(ctx, c, progress); err != nil {
-		return "", err
-	}
-	return c.Address(), nil
-}
-
-// Answers reports whether something accepts connections on the unix socket.
-func Answers(address string) bool {
-	conn, err := net.DialTimeout("unix", strings.TrimPrefix(address, "unix://"), time.Second)
-	if err != nil {
-		return false
-	}
-	conn.Close()
-	return true
-}
 
 // Ensure starts the private daemon unless it already answers, and waits until
 // it does. Concurrent callers (in any process) serialize on a lock file, so
@@ -114,7 +87,7 @@ func Ensure(ctx context.Context, c Config, progress io.Writer) (started bool, re
 	for !Answers(c.Address()) {
 		select {
 		case err := <-exited:
-			return false, fmt.Errorf("containerd exited at start (%v): %s", err, lastLine(c.LogFile()))
+			return false, fmt.Errorf("starting %s: %w: %s", bin, err, lastLine(c.LogFile()))
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
@@ -160,7 +133,7 @@ func (c Config) binary() (string, error) {
 	return p, nil
 }
 
-// Binary returns the containerd executable boxer would start.
+// BinaryPath returns the containerd executable boxer would start.
 func (c Config) BinaryPath() (string, error) { return c.binary() }
 
 // RuncShimPath is the runc shim the private daemon runs for
@@ -238,13 +211,6 @@ func lastLine(file string) string {
 	}
 	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
 	return string(lines[len(lines)-1])
-}
-
-// Status describes the private daemon.
-type Status struct {
-	PID     int
-	Running bool
-	Address string
 }
 
 // GetStatus reports whether the private daemon runs, and its PID.

@@ -8,7 +8,7 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv("BOXER_CACHE", "")
 	c := FromEnv()
 	if c.Address() != "/run/boxer/containerd.sock" || c.ContainerdRoot() != "/var/lib/boxer/containerd" || c.ContainerdState() != "/run/boxer/containerd" {
-		t.Errorf("defaults differ from SPEC.md: %s %s %s", c.Address(), c.ContainerdRoot(), c.ContainerdState())
+		t.Errorf("defaults differ from docs/reference.md: %s %s %s", c.Address(), c.ContainerdRoot(), c.ContainerdState())
 	}
 	if c.Cache != "/var/lib/boxer/cache" || c.SystemAddress != DefaultSystemAddress {
 		t.Errorf("cache %q system %q", c.Cache, c.SystemAddress)

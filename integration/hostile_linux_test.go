@@ -178,14 +178,14 @@ func hostileTable(progs []hostile) string {
 
 func seccompTables() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**Allowed, as Docker allows them (%d):** %s", len(seccomp.Allowed), codeList(seccomp.Allowed))
+	fmt.Fprintf(&b, "**Allowed, as Docker allows them (%d):** %s", len(seccomp.Allowed()), codeList(seccomp.Allowed()))
 	b.WriteString(".\n\n**Allowed with conditions:** `clone` without namespace flags; `personality` with the values Docker allows; `socket` for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (Docker allows 30 address families); `arch_prctl` on x86-64. `clone3` answers ENOSYS, as in Docker.\n\n")
-	fmt.Fprintf(&b, "**Allowed by Docker, refused by boxer (%d):**\n\n| syscall | why |\n|---|---|\n", len(seccomp.Refused))
-	for _, r := range seccomp.Refused {
+	fmt.Fprintf(&b, "**Allowed by Docker, refused by boxer (%d):**\n\n| syscall | why |\n|---|---|\n", len(seccomp.Refused()))
+	for _, r := range seccomp.Refused() {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", r.Name, r.Why)
 	}
-	fmt.Fprintf(&b, "\n**Refused by both, and never to be allowed by any boxer profile (%d):** %s", len(seccomp.Denied), codeList(seccomp.Denied))
-	fmt.Fprintf(&b, ".\n\n**In Docker's list but not syscalls of x86-64 or arm64 (%d):** %s.\n", len(seccomp.Compat), codeList(seccomp.Compat))
+	fmt.Fprintf(&b, "\n**Refused by both, and never to be allowed by any boxer profile (%d):** %s", len(seccomp.Denied()), codeList(seccomp.Denied()))
+	fmt.Fprintf(&b, ".\n\n**In Docker's list but not syscalls of x86-64 or arm64 (%d):** %s.\n", len(seccomp.Compat()), codeList(seccomp.Compat()))
 	return b.String()
 }
 

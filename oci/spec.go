@@ -36,13 +36,6 @@ func New(ctx context.Context, id string, opts ...SpecOpts) (*specs.Spec, error) 
 	return s, nil
 }
 
-// Compose groups several options into one.
-func Compose(opts ...SpecOpts) SpecOpts {
-	return func(ctx context.Context, c coci.Client, ctr *containers.Container, s *specs.Spec) error {
-		return coci.ApplyOpts(ctx, c, ctr, s, opts...)
-	}
-}
-
 // WithHardenedBase replaces the spec with boxer's always-on hardening: a
 // read-only root, no capabilities, no_new_privs, fresh namespaces (with an
 // empty network namespace), masked /proc paths, read-only /proc/sys and /sys,

@@ -37,11 +37,11 @@ type profileFile struct {
 func Load(path string) (*specs.LinuxSeccomp, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--seccomp-profile: %v", err)
+		return nil, fmt.Errorf("reading seccomp profile: %w", err)
 	}
 	var f profileFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("--seccomp-profile %s: not a seccomp profile: %v", path, err)
+		return nil, fmt.Errorf("parsing seccomp profile %s: %w", path, err)
 	}
 	p := &specs.LinuxSeccomp{
 		DefaultAction:   f.DefaultAction,
@@ -58,7 +58,7 @@ func Load(path string) (*specs.LinuxSeccomp, error) {
 		p.Syscalls = append(p.Syscalls, r.LinuxSyscall)
 	}
 	if p.DefaultAction == "" || len(p.Syscalls) == 0 {
-		return nil, fmt.Errorf("--seccomp-profile %s: needs a defaultAction and syscall rules; boxer never runs without seccomp", path)
+		return nil, fmt.Errorf("seccomp profile %s needs a defaultAction and syscall rules: boxer never runs without seccomp", path)
 	}
 	if len(p.Architectures) == 0 {
 		p.Architectures = nativeArches()

@@ -4,19 +4,25 @@
 // what untrusted code has no business calling: tracing, namespaces, mounts,
 // keyrings, BPF, perf, kernel modules, io_uring, userfaultfd, file handles and
 // the 32-bit compat entry points. Anything not listed fails with EPERM.
+//
+// The lists and Load build everywhere. DefaultProfile is Linux-only: its
+// argument filters hold the Linux values of clone flags, address families
+// and errnos (ENOSYS is 38 on Linux, 78 on macOS), so elsewhere it returns
+// nil, as moby's profile does where seccomp is unsupported, and
+// oci.WithSeccomp refuses to build a spec without it.
 package seccomp
 
 import (
 	"runtime"
+	"slices"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
-// Allowed is the alphabetised list of syscalls the default profile allows
+// allowed is the alphabetised list of syscalls the default profile allows
 // without conditions. A change here is a reviewed change: TestAllowedPinned
-// lists the same names.
-var Allowed = []string{
+// pins the same names.
+var allowed = []string{
 	"accept",
 	"accept4",
 	"access",
@@ -294,10 +300,10 @@ type Refusal struct {
 	Why  string
 }
 
-// Refused lists what Docker's default profile allows (on x86-64 and arm64,
-// some only on newer kernels) and boxer refuses. Allowed, Refused and
-// Compat together are exactly Docker's allowlist: TestDockerPartition pins it.
-var Refused = []Refusal{
+// refused lists what Docker's default profile allows (on x86-64 and arm64,
+// some only on newer kernels) and boxer refuses. allowed, refused and
+// compat together are exactly Docker's allowlist: TestDockerPartition pins it.
+var refused = []Refusal{
 	{"adjtimex", "clock tuning: no use in a sandbox, and a kernel surface"},
 	{"clock_adjtime", "same"},
 	{"epoll_ctl_old", "never implemented by Linux; reserved"},
@@ -335,10 +341,10 @@ var Refused = []Refusal{
 	{"vmsplice", "had privilege escalation CVEs (CVE-2008-0600); pipes work without it"},
 }
 
-// Compat lists names in Docker's allowlist that are not syscalls of the
+// compat lists names in Docker's allowlist that are not syscalls of the
 // native x86-64 or arm64 tables boxer allows (32-bit compat entries, time64
 // variants, other architectures): there is nothing to allow or refuse.
-var Compat = []string{
+var compat = []string{
 	"_llseek", "_newselect", "chown32", "clock_adjtime64", "clock_getres_time64",
 	"clock_gettime64", "clock_nanosleep_time64", "fadvise64_64", "fchown32",
 	"fcntl64", "fstat64", "fstatat64", "fstatfs64", "ftruncate64", "futex_time64",
@@ -354,10 +360,10 @@ var Compat = []string{
 	"truncate64", "ugetrlimit", "utimensat_time64", "waitpid",
 }
 
-// Denied lists syscalls that must never be allowed in any boxer profile: the
+// denied lists syscalls that must never be allowed in any boxer profile: the
 // escape and kernel-attack surface. Tests assert each of them fails with EPERM
 // from inside a sandbox.
-var Denied = []string{
+var denied = []string{
 	"acct",
 	"add_key",
 	"bpf",
@@ -401,69 +407,23 @@ var Denied = []string{
 	"userfaultfd",
 }
 
-// nsFlags are the clone flags that create namespaces; clone with any of them
-// is refused (unprivileged user namespaces would otherwise be reachable).
-const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
-	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
-	unix.CLONE_NEWCGROUP | unix.CLONE_NEWTIME
+// The lists are unexported so that no importer can widen the profile of
+// every later sandbox: the accessors below hand out copies.
 
-// DefaultProfile returns boxer's default-deny seccomp profile for the host's
-// architecture: every syscall not allowed below fails with EPERM.
-func DefaultProfile() *specs.LinuxSeccomp {
-	eperm := uint(unix.EPERM)
-	enosys := uint(unix.ENOSYS)
-	p := &specs.LinuxSeccomp{
-		DefaultAction:   specs.ActErrno,
-		DefaultErrnoRet: &eperm,
-		// Only the native architecture: 32-bit compat entry points (int 0x80,
-		// x32) are another syscall table to get right, and nothing here needs them.
-		Architectures: nativeArches(),
-		Syscalls: []specs.LinuxSyscall{
-			{Names: Allowed, Action: specs.ActAllow},
-			// clone is how threads and processes are made; namespace flags are refused.
-			{
-				Names:  []string{"clone"},
-				Action: specs.ActAllow,
-				Args: []specs.LinuxSeccompArg{
-					{Index: cloneFlagsArg, Value: nsFlags, ValueTwo: 0, Op: specs.OpMaskedEqual},
-				},
-			},
-			// clone3 passes its flags in memory that seccomp cannot inspect:
-			// ENOSYS makes glibc fall back to clone, as Docker's profile does.
-			{Names: []string{"clone3"}, Action: specs.ActErrno, ErrnoRet: &enosys},
-			// personality: only the values Docker allows (PER_LINUX, UNAME26,
-			// PER_LINUX32, and the query 0xffffffff).
-			personality(0x0),
-			personality(0x0008),
-			personality(0x20000),
-			personality(0x20008),
-			personality(0xffffffff),
-			socket(unix.AF_UNIX),
-			socket(unix.AF_INET),
-			socket(unix.AF_INET6),
-			// netlink answers getifaddrs and the like inside the empty netns.
-			socket(unix.AF_NETLINK),
-		},
-	}
-	p.Syscalls = append(p.Syscalls, archSyscalls()...)
-	return p
-}
+// Allowed returns the alphabetised syscalls the default profile allows
+// without conditions.
+func Allowed() []string { return slices.Clone(allowed) }
 
-func personality(v uint64) specs.LinuxSyscall {
-	return specs.LinuxSyscall{
-		Names:  []string{"personality"},
-		Action: specs.ActAllow,
-		Args:   []specs.LinuxSeccompArg{{Index: 0, Value: v, Op: specs.OpEqualTo}},
-	}
-}
+// Refused returns what Docker's default profile allows and boxer refuses,
+// each with the reason.
+func Refused() []Refusal { return slices.Clone(refused) }
 
-func socket(domain uint64) specs.LinuxSyscall {
-	return specs.LinuxSyscall{
-		Names:  []string{"socket"},
-		Action: specs.ActAllow,
-		Args:   []specs.LinuxSeccompArg{{Index: 0, Value: domain, Op: specs.OpEqualTo}},
-	}
-}
+// Compat returns the names in Docker's allowlist that are not syscalls of
+// the native x86-64 or arm64 tables, so neither allowed nor refused.
+func Compat() []string { return slices.Clone(compat) }
+
+// Denied returns the syscalls no boxer profile may ever allow.
+func Denied() []string { return slices.Clone(denied) }
 
 func nativeArches() []specs.Arch {
 	switch runtime.GOARCH {
@@ -471,19 +431,5 @@ func nativeArches() []specs.Arch {
 		return []specs.Arch{specs.ArchAARCH64}
 	default:
 		return []specs.Arch{specs.ArchX86_64}
-	}
-}
-
-// cloneFlagsArg is the index of clone's flags argument: 0 everywhere boxer runs
-// (s390 swaps the first two, and boxer does not support s390).
-const cloneFlagsArg = 0
-
-func archSyscalls() []specs.LinuxSyscall {
-	switch runtime.GOARCH {
-	case "amd64":
-		// arch_prctl sets the TLS base register: every x86-64 program needs it.
-		return []specs.LinuxSyscall{{Names: []string{"arch_prctl"}, Action: specs.ActAllow}}
-	default:
-		return nil
 	}
 }

@@ -3,8 +3,6 @@ package snapshots
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -30,45 +27,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sys/unix"
 )
-
-// buildFormat changes whenever the image layout below changes, so that
-// cached images built the old way are rebuilt.
-const buildFormat = "boxer-image-v1"
-
-// User is the non-root user of every image boxer builds (nobody:nogroup).
-const User = "65534:65534"
-
-// BuildOptions are the inputs of an image build.
-type BuildOptions struct {
-	Name     string   // image name; stored as Normalize(Name)
-	Packages []string // Debian packages on top of the minimal base
-	Suite    string   // Debian suite, e.g. bookworm
-	Mirror   string   // Debian mirror URL
-	// CacheDir keeps built layers by input hash, so a fresh containerd gets
-	// the image back without a new debootstrap.
-	CacheDir string
-	// Progress receives one line per slow step; nil for silence.
-	Progress io.Writer
-}
-
-// Image describes an image in containerd.
-type Image struct {
-	Name     string
-	Digest   digest.Digest
-	Size     int64
-	Created  time.Time
-	BuildKey string
-}
-
-// Key is the hash of the inputs that decide an image's content.
-func (o BuildOptions) Key() string {
-	pkgs := slices.Clone(o.Packages)
-	slices.Sort(pkgs)
-	pkgs = slices.Compact(pkgs)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", buildFormat, o.Suite, o.Mirror, strings.Join(pkgs, ","))
-	return hex.EncodeToString(h.Sum(nil))[:32]
-}
 
 func (o BuildOptions) progress(format string, args ...any) {
 	if o.Progress != nil {
@@ -156,7 +114,7 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("debootstrap failed (%v): %s", err, strings.Join(last, " | "))
+		return fmt.Errorf("running debootstrap: %w: %s", err, strings.Join(last, " | "))
 	}
 
 	if err := trimRootfs(rootfs); err != nil {

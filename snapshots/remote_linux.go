@@ -13,20 +13,8 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	"github.com/containerd/platforms"
-	"github.com/distribution/reference"
 	digest "github.com/opencontainers/go-digest"
 )
-
-// NormalizeRef turns a docker-style short reference into the full one
-// containerd stores ("python:3" is docker.io/library/python:3); a reference
-// it cannot parse is returned as it is.
-func NormalizeRef(ref string) string {
-	named, err := reference.ParseDockerRef(ref)
-	if err != nil {
-		return ref
-	}
-	return named.String()
-}
 
 // Import reads an OCI image layout tar or a docker-archive tar ('docker
 // save') from file, stores its images and unpacks them. name, if set, names

@@ -21,17 +21,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// Rootfs is what a run needs of an image: the shared read-only view of its
-// unpacked layers and the parts of its config that shape the process.
-type Rootfs struct {
-	Image       string
-	Snapshotter string
-	// Key names one read-only view per image, shared by every run: the root
-	// is mounted read-only, so no run needs a snapshot of its own.
-	Key    string
-	Config ocispec.ImageConfig
-}
-
 // viewKey is the snapshot key of an image's shared view.
 func viewKey(img images.Image) string {
 	return "boxer-view-" + img.Target.Digest.Encoded()

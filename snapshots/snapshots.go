@@ -1,10 +1,17 @@
 // Package snapshots builds, stores and lists boxer's images in containerd and
 // turns an image into the read-only root filesystem of a sandbox.
+//
+// Building and unpacking need Linux (debootstrap, overlayfs, mounts), and so
+// does every function that talks to containerd: elsewhere they return an
+// error saying so. The types and the name helpers build everywhere.
 package snapshots
 
 import (
 	"errors"
 	"strings"
+
+	"github.com/distribution/reference"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Snapshotter is the containerd snapshotter boxer unpacks images with.
@@ -30,4 +37,26 @@ func Normalize(name string) string {
 		return name
 	}
 	return "boxer/" + name
+}
+
+// NormalizeRef turns a docker-style short reference into the full one
+// containerd stores ("python:3" is docker.io/library/python:3); a reference
+// it cannot parse is returned as it is.
+func NormalizeRef(ref string) string {
+	named, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return ref
+	}
+	return named.String()
+}
+
+// Rootfs is what a run needs of an image: the shared read-only view of its
+// unpacked layers and the parts of its config that shape the process.
+type Rootfs struct {
+	Image       string
+	Snapshotter string
+	// Key names one read-only view per image, shared by every run: the root
+	// is mounted read-only, so no run needs a snapshot of its own.
+	Key    string
+	Config ocispec.ImageConfig
 }

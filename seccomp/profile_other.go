@@ -1,0 +1,11 @@
+//go:build !linux
+
+package seccomp
+
+import specs "github.com/opencontainers/runtime-spec/specs-go"
+
+// DefaultProfile returns nil: boxer's profile holds Linux constants, and
+// boxer sandboxes need Linux.
+func DefaultProfile() *specs.LinuxSeccomp {
+	return nil
+}
