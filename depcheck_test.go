@@ -46,7 +46,7 @@ func TestNonLinuxBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
 	}
-	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/"}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./runner/", "./server/"}
 	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
 	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	if out, err := cmd.CombinedOutput(); err != nil {
