@@ -168,7 +168,7 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 		field string
 		dst   *int64
 	}{{runner.FieldMemory, &req.MemoryBytes}, {runner.FieldTmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, &req.OutputLimit}} {
-		if *s.dst, err = runner.ParseSizeLimit(s.field, c.String(flagName(s.field))); err != nil {
+		if *s.dst, err = runner.ParseSizeLimit(s.field, c.String(cliName(s.field))); err != nil {
 			return req, err
 		}
 	}
@@ -213,8 +213,11 @@ func flagName(field string) string {
 	case runner.FieldFiles:
 		return "files"
 	}
-	return "--" + strings.ReplaceAll(field, "_", "-")
+	return "--" + cliName(field)
 }
+
+// cliName is the name of the run flag for a limit's field.
+func cliName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 // requestError writes an error about a request in the CLI's terms.
 func requestError(err error) error {
