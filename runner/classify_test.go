@@ -29,3 +29,49 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+// TestExecFailure reads the runtimes' own words for a command that cannot
+// run, as boxer gets them through containerd (runtimeError's text): the one
+// place boxer tells errors apart by text. Messages taken from each runtime
+// here: "boxer run --image boxer/bash -- CMD" with CMD no-such-command,
+// /no/such/file, /etc/passwd and /tmp.
+func TestExecFailure(t *testing.T) {
+	const (
+		runcCreate  = "starting sandbox: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: "
+		runscStart  = "starting sandbox: OCI runtime start failed: starting container: starting root container: starting sandbox: "
+		runscCreate = runscStart + "creating process: "
+	)
+	tests := []struct {
+		runtime, msg string
+		code         int
+		detail       string
+	}{
+		{"runc 1.1.5", runcCreate + `exec: "no-such-command": executable file not found in $PATH`, ExitNotFound, `exec: "no-such-command": executable file not found in $PATH`},
+		{"runc 1.1.5", runcCreate + `exec: "/no/such/file": stat /no/such/file: no such file or directory`, ExitNotFound, `exec: "/no/such/file": stat /no/such/file: no such file or directory`},
+		{"runc 1.1.5", runcCreate + `exec: "/etc/passwd": permission denied`, ExitCannotExec, `exec: "/etc/passwd": permission denied`},
+		{"runc 1.1.5", runcCreate + `exec: "/tmp": permission denied`, ExitCannotExec, `exec: "/tmp": permission denied`},
+		{"runc, through containerd 1.6", runcCreate + `exec: "x": executable file not found in $PATH: unknown`, ExitNotFound, `exec: "x": executable file not found in $PATH`},
+		{"runsc 2022-12", runscStart + `error finding executable "no-such-command" in PATH [/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin]: no such file or directory`, ExitNotFound, `error finding executable "no-such-command" in PATH [/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin]: no such file or directory`},
+		{"runsc 2022-12", runscCreate + "failed to load /no/such/file: no such file or directory", ExitNotFound, "failed to load /no/such/file: no such file or directory"},
+		{"runsc 2022-12", runscCreate + "failed to load /etc/passwd: permission denied", ExitCannotExec, "failed to load /etc/passwd: permission denied"},
+		{"runsc 2022-12", runscCreate + "failed to load /tmp: permission denied", ExitCannotExec, "failed to load /tmp: permission denied"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.runtime, func(t *testing.T) {
+			code, detail, ok := execFailure(tc.msg)
+			if !ok || code != tc.code || detail != tc.detail {
+				t.Errorf("execFailure(%q) = %d, %q, %v; want %d, %q", tc.msg, code, detail, ok, tc.code, tc.detail)
+			}
+		})
+	}
+	// Other failures of the runtime are boxer's (125), not the command's.
+	for _, msg := range []string{
+		runcCreate + "unable to apply cgroup configuration: openat2 /sys/fs/cgroup/cpuset/x/cpuset.mems: no such file or directory",
+		"starting sandbox: failed to create shim task: context deadline exceeded",
+		runscStart + "cannot run with network enabled in root network namespace",
+	} {
+		if code, _, ok := execFailure(msg); ok {
+			t.Errorf("execFailure(%q) = %d: not a command's failure", msg, code)
+		}
+	}
+}
