@@ -230,7 +230,8 @@ func TestSIGKILLLeftoversReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForTask(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Long enough for doctor's runsc probes (up to 10 s each) below.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()

@@ -50,11 +50,18 @@ func TestExecFailure(t *testing.T) {
 		{"runc 1.1.5", runcCreate + `exec: "/no/such/file": stat /no/such/file: no such file or directory`, ExitNotFound, `exec: "/no/such/file": stat /no/such/file: no such file or directory`},
 		{"runc 1.1.5", runcCreate + `exec: "/etc/passwd": permission denied`, ExitCannotExec, `exec: "/etc/passwd": permission denied`},
 		{"runc 1.1.5", runcCreate + `exec: "/tmp": permission denied`, ExitCannotExec, `exec: "/tmp": permission denied`},
+		{"runc 1.5.2", runcCreate + `error during container init: exec: "no-such-command": executable file not found in $PATH`, ExitNotFound, `exec: "no-such-command": executable file not found in $PATH`},
+		{"runc 1.5.2", runcCreate + `error during container init: exec: "/no/such/file": stat /no/such/file: no such file or directory`, ExitNotFound, `exec: "/no/such/file": stat /no/such/file: no such file or directory`},
+		{"runc 1.5.2", runcCreate + `error during container init: exec: "/etc/passwd": permission denied`, ExitCannotExec, `exec: "/etc/passwd": permission denied`},
+		{"runc 1.5.2", runcCreate + `error during container init: exec: "/tmp": is a directory`, ExitCannotExec, `exec: "/tmp": is a directory`},
 		{"runc, through containerd 1.6", runcCreate + `exec: "x": executable file not found in $PATH: unknown`, ExitNotFound, `exec: "x": executable file not found in $PATH`},
 		{"runsc 2022-12", runscStart + `error finding executable "no-such-command" in PATH [/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin]: no such file or directory`, ExitNotFound, `error finding executable "no-such-command" in PATH [/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin]: no such file or directory`},
 		{"runsc 2022-12", runscCreate + "failed to load /no/such/file: no such file or directory", ExitNotFound, "failed to load /no/such/file: no such file or directory"},
 		{"runsc 2022-12", runscCreate + "failed to load /etc/passwd: permission denied", ExitCannotExec, "failed to load /etc/passwd: permission denied"},
 		{"runsc 2022-12", runscCreate + "failed to load /tmp: permission denied", ExitCannotExec, "failed to load /tmp: permission denied"},
+		// runsc of 2026-09 (gvisor.dev/gvisor v0.0.0-20260905035102) says the same.
+		{"runsc 2026-09", runscStart + `error finding executable "no-such-command" in PATH [/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin]: no such file or directory`, ExitNotFound, `error finding executable "no-such-command" in PATH [/usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin]: no such file or directory`},
+		{"runsc 2026-09", runscCreate + "failed to load /etc/passwd: permission denied", ExitCannotExec, "failed to load /etc/passwd: permission denied"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.runtime, func(t *testing.T) {
