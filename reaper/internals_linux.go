@@ -234,20 +234,24 @@ func (cfg Config) removeBundle(ctx context.Context, id, bundle, shimBin string) 
 // gone), and says whether it was. runc keeps a directory named by the ID
 // (libcontainer/factory_linux.go); runsc keeps "<sandbox>_sandbox:<id>.state"
 // and a ".lock" beside it (runsc/container/state_file.go), and a create cut
-// short can leave just the lock, which runsc never removes without a state.
+// short can leave just the lock and its sandbox's control socket
+// (runsc-<id>.sock), which runsc never removes without a state.
 func (cfg Config) removeRuntimeState(ctx context.Context, id string) bool {
 	root := filepath.Join(RuncRoot, cfg.Namespace)
 	var bin string
 	if _, err := os.Stat(filepath.Join(root, id)); err == nil {
-		bin = "runc"
+		bin = cfg.Runc
 	} else if m, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".state")); len(m) > 0 {
 		bin = filepath.Join(cfg.State, "runsc") // the wrapper, with boxer's flags
 	} else {
-		locks, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".lock"))
-		for _, l := range locks {
+		left, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".lock"))
+		if sock := filepath.Join(root, "runsc-"+id+".sock"); exists(sock) {
+			left = append(left, sock)
+		}
+		for _, l := range left {
 			_ = os.Remove(l)
 		}
-		return len(locks) > 0
+		return len(left) > 0
 	}
 	cctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
 	defer cancel()
@@ -316,4 +320,9 @@ func processesNaming(ids []string) map[string][]process {
 		}
 	}
 	return out
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }

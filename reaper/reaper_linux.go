@@ -27,6 +27,9 @@ type Config struct {
 	// the sweep only removes runtime state and cgroups.
 	Bundles string
 	Shim    string
+	// Runc is the runc the shim runs, which deletes what is left of a
+	// runc container.
+	Runc    string
 	Cgroups cgroups.Mode
 	// Destroy removes one sandbox container, its task and its run
 	// directory: the runner's one teardown route.

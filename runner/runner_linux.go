@@ -95,7 +95,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	if o.Reap {
 		r.reaper = reaper.Start(ctx, reaper.Config{
 			Client: client, Namespace: r.namespace, Address: address,
-			Runs: r.runsDir, State: r.stateDir, Bundles: r.bundlesDir, Shim: r.realShim,
+			Runs: r.runsDir, State: r.stateDir, Bundles: r.bundlesDir, Shim: r.realShim, Runc: runcBinary(),
 			Cgroups: r.cgroups, Destroy: r.destroyLeftover,
 		})
 	}

@@ -42,6 +42,15 @@ func (r *Runner) runtime(name string) (string, any, error) {
 	return "", nil, fieldErr(FieldRuntime, "must be %s, not %q", strings.Join(Runtimes(), " or "), name)
 }
 
+// runcBinary is the runc boxer's private containerd runs: boxer's libexec
+// directory's (see daemon), else the one on PATH.
+func runcBinary() string {
+	if p := filepath.Join(daemon.LibexecDir, "runc"); isExecutable(p) {
+		return p
+	}
+	return "runc"
+}
+
 // runscBinary finds runsc: boxer's libexec directory, then PATH.
 func runscBinary() (string, error) {
 	if p := filepath.Join(daemon.LibexecDir, "runsc"); isExecutable(p) {
