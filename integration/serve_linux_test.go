@@ -134,11 +134,12 @@ func TestServeRunsAndRejects(t *testing.T) {
 		{"wrong type", `{"lang":"python","code":"1","pids":"many"}`, 400, "pids"},
 		{"above max", `{"lang":"python","code":"1","memory":"1g"}`, 400, "memory"},
 		{"bad size", `{"lang":"python","code":"1","tmp_size":"huge"}`, 400, "tmp_size"},
-		{"bad lang", `{"lang":"cobol","code":"1"}`, 400, "body"},
+		{"bad lang", `{"lang":"cobol","code":"1"}`, 400, "lang"},
+		{"zero cpus", `{"lang":"python","code":"1","cpus":0}`, 400, "cpus"},
 		{"nothing", `{}`, 400, "lang"},
 		{"not json", `lang=python`, 400, "body"},
-		{"escaping file", `{"lang":"python","code":"1","files":{"../x":"y"}}`, 400, "body"},
-		{"missing image", `{"image":"no/such:image","command":["true"]}`, 400, "body"},
+		{"escaping file", `{"lang":"python","code":"1","files":{"../x":"y"}}`, 400, "files"},
+		{"missing image", `{"image":"no/such:image","command":["true"]}`, 400, "image"},
 		{"too big", `{"lang":"python","code":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body"},
 	}
 	for _, tc := range tests {
