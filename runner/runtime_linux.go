@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -14,9 +13,11 @@ import (
 // RunscFlags are the flags every runsc sandbox gets: the ptrace platform
 // (it works wherever runsc does; KVM needs /dev/kvm and hangs on some
 // hosts), no network at all (not even gVisor's own netstack to the host:
-// loopback only), and the OCI seccomp profile applied inside the sandbox,
-// which gVisor otherwise ignores.
-var RunscFlags = []string{"--platform=ptrace", "--network=none", "--oci-seccomp"}
+// loopback only), the OCI seccomp profile applied inside the sandbox,
+// which gVisor otherwise ignores, and a fresh empty network namespace for
+// each gofer: by default runsc pins one shared namespace with a bind mount
+// at <root>/null-netns that outlives every sandbox.
+var RunscFlags = []string{"--platform=ptrace", "--network=none", "--oci-seccomp", "--gofer-network-namespace=new"}
 
 // runscPidsOverhead is room for gVisor's own host threads in the sandbox's
 // pids cgroup, on top of two host tasks per sandboxed one (on the ptrace
@@ -47,19 +48,11 @@ func (r *Runner) runtime(name string) (string, any, error) {
 
 // runscBinary finds runsc: boxer's libexec directory, then PATH.
 func runscBinary() (string, error) {
-	if p := filepath.Join(daemon.LibexecDir, "runsc"); isExecutable(p) {
-		return p, nil
-	}
-	p, err := exec.LookPath("runsc")
+	p, err := daemon.RuntimeBinary("runsc")
 	if err != nil {
-		return "", fmt.Errorf("--runtime runsc: runsc (gVisor) is not installed: run 'apt-get install runsc'")
+		return "", fmt.Errorf("--runtime runsc: runsc (gVisor) is not installed: run 'make deps' (builds it into %s)", daemon.LibexecDir)
 	}
 	return p, nil
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // runscWrapper writes the script the shim runs as its "runc" binary.
