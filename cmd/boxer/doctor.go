@@ -90,7 +90,7 @@ func doctor(c *cli.Context) []check {
 		ctrd.ok, ctrd.detail = true, bin+" "+versionOf(bin, "--version")
 	}
 	out = append(out, ctrd)
-	out = append(out, runcCheck(cfg, address))
+	out = append(out, runcCheck(cfg, address, external))
 	rs := runscCheck()
 	out = append(out, rs)
 	if rs.ok {
@@ -196,7 +196,7 @@ func versionOutput(bin, flag string) string {
 // from the environment of the containerd at address, or the PATH boxer gives
 // the private containerd it would start. It warns when that runc predates
 // the fixes for the November 2025 container escapes.
-func runcCheck(cfg daemon.Config, address string) check {
+func runcCheck(cfg daemon.Config, address string, external bool) check {
 	ch := check{name: "runc", required: true}
 	var path, source string
 	if address != "" && daemon.Answers(address) {
@@ -218,7 +218,10 @@ func runcCheck(cfg daemon.Config, address string) check {
 	out := versionOutput(bin, "--version")
 	ch.ok, ch.detail = true, fmt.Sprintf("%s (%s), from the %s", bin, strings.Join(strings.Split(out, "\n"), ", "), source)
 	version := daemon.RuncVersion(out)
-	advice := "run 'make deps' and use boxer's private containerd, or upgrade the runc that containerd runs"
+	advice := fmt.Sprintf("run 'make deps' (builds runc into %s, first on the private containerd's PATH)", daemon.LibexecDir)
+	if external {
+		advice = "upgrade the runc on that containerd's PATH, or use boxer's private containerd (BOXER_SYSTEM_ADDRESS= after 'make deps')"
+	}
 	switch fixed, err := daemon.RuncHasEscapeFixes(version); {
 	case err != nil:
 		ch.ok, ch.required = false, false
