@@ -1,6 +1,10 @@
 # boxer: run untrusted code in a fresh, hardened sandbox on containerd.
 
 CONTAINERD_VERSION := v2.4.2
+# The runtimes boxer runs, built from source by 'make deps' (README: Runtimes).
+# Moving a pin is changing its one line: the next 'make deps' rebuilds it.
+RUNC_VERSION       := v1.5.2
+GVISOR_VERSION     := v0.0.0-20260905035102-160fafc42237
 LIBEXEC            := /usr/local/lib/boxer/bin
 # Go from the PATH, else the usual tarball location.
 GO                 ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -10,13 +14,21 @@ VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo 
 
 all: build
 
-# deps installs what boxer needs on a Debian/Ubuntu host, idempotently: runc,
-# runsc (gVisor) and debootstrap from apt, and containerd (daemon, runc shim, ctr) built from
-# the Go module proxy at the version boxer is tested with.
+# deps installs what boxer needs on a Debian/Ubuntu host, idempotently:
+# debootstrap and the build dependencies of runc (a C compiler, libseccomp-dev,
+# pkg-config) from apt; then containerd (daemon, runc shim, ctr), runc and
+# runsc (gVisor), built from the Go module proxy at the versions pinned above
+# into $(LIBEXEC), each only when what is there is not its pinned version.
+# Each binary is built into $(LIBEXEC)/.build and renamed into place, so a
+# sandbox starting meanwhile runs the old binary or the new one, never half.
 deps:
 	@$(GO) version >/dev/null 2>&1 || { echo "Go >= 1.26 is needed (or >= 1.21, which fetches a newer toolchain from the Go module proxy): Debian 12's golang is too old"; exit 1; }
 	@missing=""; \
-	for p in runc runsc debootstrap; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	command -v cc >/dev/null || missing="$$missing gcc libc6-dev"; \
+	for p in libseccomp-dev pkg-config; do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 		echo "==> apt-get install$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
@@ -30,19 +42,47 @@ deps:
 			github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION) \
 			github.com/containerd/containerd/v2/cmd/ctr@$(CONTAINERD_VERSION); \
 	fi
+	@# runc as its own Makefile builds it (PIE, -trimpath, libseccomp through
+	@# cgo), with the seccomp tag. Its version comes from the module's VERSION
+	@# file; the commit line names the module and its go.sum hash, which
+	@# sum.golang.org vouches for (the module proxy does not know the commit).
+	@if [ "$$($(LIBEXEC)/runc --version 2>/dev/null | head -n1)" != "runc version $(patsubst v%,%,$(RUNC_VERSION))" ]; then \
+		echo "==> building runc $(RUNC_VERSION) into $(LIBEXEC) (about a minute)"; \
+		sum=$$($(GO) mod download -json github.com/opencontainers/runc@$(RUNC_VERSION) | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",*$$/\1/p') && \
+		[ -n "$$sum" ] && rm -rf $(LIBEXEC)/.build && mkdir -p $(LIBEXEC)/.build && \
+		GOBIN=$(LIBEXEC)/.build GOFLAGS=-buildvcs=false CGO_ENABLED=1 $(GO) install -trimpath -buildmode=pie -tags seccomp \
+			-ldflags "-X 'main.gitCommit=$(RUNC_VERSION) (Go module $$sum)'" \
+			github.com/opencontainers/runc@$(RUNC_VERSION) && \
+		mv -f $(LIBEXEC)/.build/runc $(LIBEXEC)/runc && rmdir $(LIBEXEC)/.build; \
+	fi
+	@# runsc static (CGO_ENABLED=0): a dynamic one cannot re-execute itself
+	@# inside its chroot, where its ELF interpreter is missing. A plain build
+	@# says VERSION_MISSING: the pin is stamped into gVisor's version variable.
+	@if [ "$$($(LIBEXEC)/runsc --version 2>/dev/null | head -n1)" != "runsc version $(GVISOR_VERSION)" ]; then \
+		echo "==> building runsc (gVisor $(GVISOR_VERSION)) into $(LIBEXEC) (a few minutes)"; \
+		rm -rf $(LIBEXEC)/.build && mkdir -p $(LIBEXEC)/.build && \
+		GOBIN=$(LIBEXEC)/.build GOFLAGS=-buildvcs=false CGO_ENABLED=0 $(GO) install -trimpath \
+			-ldflags "-X gvisor.dev/gvisor/runsc/version.version=$(GVISOR_VERSION)" \
+			gvisor.dev/gvisor/runsc@$(GVISOR_VERSION) && \
+		mv -f $(LIBEXEC)/.build/runsc $(LIBEXEC)/runsc && rmdir $(LIBEXEC)/.build; \
+	fi
 
-# test-deps unpacks Debian's containerd 1.6 (daemon and shim) into
-# $(COMPAT) for the test that proves boxer's client against it, as a host's
-# system containerd may be that one. Unpacked, not installed: no service is
-# enabled or started.
+# test-deps unpacks two Debian packages, unpacked, not installed (no service
+# is enabled or started): containerd 1.6 (daemon and shim) into $(COMPAT),
+# for the test that proves boxer's client against it, as a host's system
+# containerd may be that one; and runc 1.1.5 into $(COMPAT)/runc, apart
+# from it, for the test that 'boxer doctor' warns about a containerd that
+# runs a runc without the November 2025 fixes.
 COMPAT := /usr/local/lib/boxer/compat
 test-deps:
-	@if ! [ -x $(COMPAT)/usr/bin/containerd ]; then \
-		echo "==> unpacking Debian's containerd into $(COMPAT)"; \
-		tmp=$$(mktemp -d) && cd $$tmp && apt-get download containerd >/dev/null 2>&1 || \
-			{ apt-get update -qq && apt-get download containerd >/dev/null; } && \
-		mkdir -p $(COMPAT) && dpkg-deb -x containerd_*.deb $(COMPAT) && rm -rf $$tmp; \
-	fi
+	@for p in containerd:.:usr/bin/containerd runc:runc:usr/sbin/runc; do \
+		pkg=$${p%%:*}; rest=$${p#*:}; dir=$(COMPAT)/$${rest%%:*}; dir=$${dir%/.}; bin=$${rest#*:}; \
+		[ -x $$dir/$$bin ] && continue; \
+		echo "==> unpacking Debian's $$pkg into $$dir"; \
+		tmp=$$(mktemp -d) && cd $$tmp && { apt-get download $$pkg >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get download $$pkg >/dev/null; }; } && \
+		mkdir -p $$dir && dpkg-deb -x $${pkg}_*.deb $$dir && cd / && rm -rf $$tmp || exit 1; \
+	done
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer

@@ -116,6 +116,13 @@ func run(n, rssRuns int, boxerBin string) error {
 	if err := makeBundle(work, layer); err != nil {
 		return fmt.Errorf("making runc bundle: %w", err)
 	}
+	// Every runc row runs the runc boxer's private containerd runs (the
+	// pinned one of 'make deps'), so that rows differ by engine only.
+	runc, err := daemon.RuntimeBinary("runc")
+	if err != nil {
+		return fmt.Errorf("runc not found: run 'make deps'")
+	}
+	runsc, runscErr := daemon.RuntimeBinary("runsc")
 	ctr := filepath.Join(daemon.LibexecDir, "ctr")
 	python, err := runner.LookupPreset("python")
 	if err != nil {
@@ -134,19 +141,19 @@ func run(n, rssRuns int, boxerBin string) error {
 	cs := []*contender{
 		{name: "host python", once: command(func(int) *exec.Cmd { return exec.Command(hostPython(), "-c", "print(1)") })},
 		{name: "runc run (bundle)", once: command(func(i int) *exec.Cmd {
-			return exec.Command("runc", "run", "--bundle", work, fmt.Sprintf("bench-runc-%d-%d", os.Getpid(), i+2))
+			return exec.Command(runc, "run", "--bundle", work, fmt.Sprintf("bench-runc-%d-%d", os.Getpid(), i+2))
 		})},
 		{name: "ctr run", once: command(ctrRun("ctr"))},
 	}
 	// podman and docker with the same hardening, each with its own storage
 	// under the bench's directory, the python layer imported as an image.
-	if c, stop, err := podman(work, layer); err != nil {
+	if c, stop, err := podman(work, layer, runc); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: podman left out: %v\n", err)
 	} else if c != nil {
 		defer stop()
 		cs = append(cs, c)
 	}
-	if c, stop, err := docker(work, layer, address); err != nil {
+	if c, stop, err := docker(work, layer, address, runc); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: docker left out: %v\n", err)
 	} else if c != nil {
 		defer stop()
@@ -155,7 +162,7 @@ func run(n, rssRuns int, boxerBin string) error {
 	cs = append(cs, &contender{name: "boxer run", once: command(func(int) *exec.Cmd {
 		return exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
 	})})
-	if _, err := exec.LookPath("runsc"); err == nil {
+	if runscErr == nil {
 		wrapper, err := runscWrapper(boxerBin, address)
 		if err != nil {
 			return err
@@ -199,7 +206,7 @@ func run(n, rssRuns int, boxerBin string) error {
 	// request every half second (an agent's pace), and four clients.
 	var serve []row
 	pools := []string{"python", ""}
-	if _, err := exec.LookPath("runsc"); err == nil {
+	if runscErr == nil {
 		pools = append(pools, "python:runsc")
 	}
 	for _, warm := range pools {
@@ -213,6 +220,11 @@ func run(n, rssRuns int, boxerBin string) error {
 	host, _ := os.Hostname()
 	fmt.Printf("\nboxer bench, %s, %s: `python3 -c 'print(1)'` in a fresh hardened sandbox, %d cycles at one worker (interleaved), %d at four\n\n",
 		host, time.Now().Format(time.RFC3339), n, 2*n)
+	fmt.Printf("runc: %s (%s)", runc, versionLine(runc))
+	if runscErr == nil {
+		fmt.Printf("; runsc: %s (%s)", runsc, versionLine(runsc))
+	}
+	fmt.Print("\n\n")
 	fmt.Println("| | p50 ms | p90 ms | runs/s, 1 worker | runs/s, 4 workers | p50 / runc run |")
 	fmt.Println("|---|---|---|---|---|---|")
 	base := median(cs[1].times)
@@ -493,9 +505,9 @@ var hardening = []string{"--rm", "--network", "none", "--read-only", "--tmpfs", 
 	"--memory", "256m", "--cpus", "1", "--pids-limit", "64", "--cap-drop", "ALL",
 	"--security-opt", "no-new-privileges", "--user", "65534:65534"}
 
-// podman returns podman's contender, with its own storage under work, or
-// nil where podman is not installed.
-func podman(work, layer string) (*contender, func(), error) {
+// podman returns podman's contender, with its own storage under work and
+// runc as its runtime, or nil where podman is not installed.
+func podman(work, layer, runc string) (*contender, func(), error) {
 	bin, err := exec.LookPath("podman")
 	if err != nil {
 		return nil, nil, nil
@@ -504,7 +516,7 @@ func podman(work, layer string) (*contender, func(), error) {
 	// cgroupfs: no systemd here; runc: crun refuses hybrid cgroups; the
 	// rlimits podman raises by default are above this host's hard limits.
 	base := []string{"--root", filepath.Join(root, "root"), "--runroot", filepath.Join(root, "run"),
-		"--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", "runc", "--storage-driver", "overlay"}
+		"--cgroup-manager", "cgroupfs", "--events-backend", "file", "--runtime", runc, "--storage-driver", "overlay"}
 	stop := func() {
 		_ = exec.Command(bin, append(base, "rmi", "--all", "--force")...).Run()
 		unmountUnder(root)
@@ -520,9 +532,9 @@ func podman(work, layer string) (*contender, func(), error) {
 }
 
 // docker returns docker's contender: a private dockerd on boxer's private
-// containerd, its data under work, stopped by the returned func; nil where
-// docker is not installed.
-func docker(work, layer, address string) (*contender, func(), error) {
+// containerd, its data under work, runc its default runtime, stopped by the
+// returned func; nil where docker is not installed.
+func docker(work, layer, address, runc string) (*contender, func(), error) {
 	dockerd, err := exec.LookPath("dockerd")
 	if err != nil {
 		return nil, nil, nil
@@ -542,7 +554,8 @@ func docker(work, layer, address string) (*contender, func(), error) {
 		"--containerd-plugins-namespace", "bench-moby-plugins",
 		"--data-root", filepath.Join(root, "data"), "--exec-root", filepath.Join(root, "exec"),
 		"--pidfile", filepath.Join(root, "dockerd.pid"), "-H", "unix://"+sock,
-		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--userland-proxy=false")
+		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--userland-proxy=false",
+		"--add-runtime", "bench-runc="+runc, "--default-runtime", "bench-runc")
 	logf, err := os.Create(filepath.Join(root, "dockerd.log"))
 	if err != nil {
 		return nil, nil, err
@@ -627,6 +640,13 @@ func unmountUnder(dir string) {
 	for _, m := range mounts {
 		_ = syscall.Unmount(m, syscall.MNT_DETACH)
 	}
+}
+
+// versionLine is the first line of what bin --version prints.
+func versionLine(bin string) string {
+	out, _ := exec.Command(bin, "--version").Output()
+	line, _, _ := strings.Cut(string(out), "\n")
+	return line
 }
 
 // runscWrapper runs one boxer sandbox on runsc so that boxer writes its

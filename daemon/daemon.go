@@ -23,8 +23,8 @@ const (
 	DefaultRoot          = "/var/lib/boxer"
 	DefaultState         = "/run/boxer"
 	DefaultSystemAddress = "/run/containerd/containerd.sock"
-	// LibexecDir is where .ci/run and the README install the containerd, shim
-	// and ctr binaries boxer was tested with.
+	// LibexecDir is where 'make deps' builds the binaries boxer was tested
+	// with: containerd, its runc shim and ctr, runc and runsc.
 	LibexecDir = "/usr/local/lib/boxer/bin"
 )
 

@@ -159,8 +159,13 @@ func isExecutable(p string) bool {
 
 // daemonEnv gives the daemon a PATH that finds the shim next to it first.
 func daemonEnv(bin string) []string {
-	path := filepath.Dir(bin) + ":" + LibexecDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	return []string{"PATH=" + path}
+	return []string{"PATH=" + daemonPath(bin)}
+}
+
+// daemonPath is the daemon's PATH: its shim and runc are the ones next to
+// it, else boxer's (the pinned runc of 'make deps'), else the host's.
+func daemonPath(bin string) string {
+	return filepath.Dir(bin) + ":" + LibexecDir + ":" + DefaultPath
 }
 
 // configVersion is the config format the containerd binary reads: 2 for

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxer-dev/boxer/daemon"
 )
 
 // compatContainerd is Debian 12's containerd 1.6, unpacked by 'make test-deps'.
@@ -39,10 +41,14 @@ func TestContainerd16Daemon(t *testing.T) {
 	}
 	cmd := exec.Command(boxerBin, "run", "--json", "--lang", "python", "-c", `print(sorted({l.split()[1] for l in open("/proc/self/status") if l.startswith("Cap")}), open("/proc/self/status").read().count("Seccomp:\t2"))`)
 	cmd.Env = env
-	out, err = cmd.Output()
+	// Debian's 1.6 shim finds runc on the PATH boxer gives the daemon: the
+	// pinned one, not Debian's (the containerd package's runc dependency is
+	// not installed by unpacking it).
+	seen := execsDuring(base, []string{"runc"}, func() { out, err = cmd.Output() })
 	if err != nil {
 		t.Fatalf("run on containerd 1.6: %v: %s", err, out)
 	}
+	assertOnly(t, "containerd 1.6's runc shim", seen, filepath.Join(daemon.LibexecDir, "runc"))
 	var res result
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/runner"
 	containerd "github.com/containerd/containerd/v2/client"
 )
@@ -113,11 +114,17 @@ func removeTestWorld(base string) bool {
 		fmt.Fprintln(os.Stderr, "leak: runtime state", filepath.Join(runcRoot, e.Name()))
 		switch id, isRunsc := strings.CutSuffix(e.Name(), ".state"); {
 		case e.IsDir(): // runc's
-			_ = exec.Command("runc", "--root", runcRoot, "delete", "--force", e.Name()).Run()
+			_ = exec.Command(runtimeBinary("runc"), "--root", runcRoot, "delete", "--force", e.Name()).Run()
 		case isRunsc: // runsc's: ID_sandbox:ID.state
 			id, _, _ = strings.Cut(id, "_sandbox:")
-			_ = exec.Command("runsc", "--root", runcRoot, "delete", "--force", id).Run()
+			_ = exec.Command(runtimeBinary("runsc"), "--root", runcRoot, "delete", "--force", id).Run()
 		}
+	}
+	// runsc pins its gofers' shared network namespace with a bind mount at
+	// <root>/null-netns unless told not to; mounts may be stacked there.
+	for syscall.Unmount(filepath.Join(runcRoot, "null-netns"), syscall.MNT_DETACH) == nil {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: mount", filepath.Join(runcRoot, "null-netns"))
 	}
 	_ = os.RemoveAll(runcRoot)
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
@@ -164,6 +171,15 @@ func removeTestWorld(base string) bool {
 		fmt.Fprintln(os.Stderr, "leaving", base, "in place: it had mounts")
 	}
 	return clean
+}
+
+// runtimeBinary is the runtime the tests' daemons run: the pinned one
+// 'make deps' built, else one on PATH.
+func runtimeBinary(name string) string {
+	if p, err := daemon.RuntimeBinary(name); err == nil {
+		return p
+	}
+	return name
 }
 
 // boxerEnv is the environment of a boxer using a private world under root
@@ -278,8 +294,9 @@ func assertClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runtimeRoot := filepath.Join("/run/containerd/runc", namespace) + "/"
 	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, stateDir) || strings.Contains(line, rootDir) {
+		if strings.Contains(line, stateDir) || strings.Contains(line, rootDir) || strings.Contains(line, runtimeRoot) {
 			t.Errorf("mount left behind: %s", line)
 		}
 	}

@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -15,10 +14,12 @@ import (
 // RunscFlags returns the flags every runsc sandbox gets: the ptrace
 // platform (it works wherever runsc does; KVM needs /dev/kvm and hangs on
 // some hosts), no network at all (not even gVisor's own netstack to the
-// host: loopback only), and the OCI seccomp profile applied inside the
-// sandbox, which gVisor otherwise ignores.
+// host: loopback only), the OCI seccomp profile applied inside the sandbox,
+// which gVisor otherwise ignores, and a fresh empty network namespace for
+// each gofer: by default runsc pins one shared namespace with a bind mount
+// at <root>/null-netns that outlives every sandbox.
 func RunscFlags() []string {
-	return []string{"--platform=ptrace", "--network=none", "--oci-seccomp"}
+	return []string{"--platform=ptrace", "--network=none", "--oci-seccomp", "--gofer-network-namespace=new"}
 }
 
 // runtime returns the containerd shim and its options for a runtime name.
@@ -45,7 +46,7 @@ func (r *Runner) runtime(name string) (string, any, error) {
 // runcBinary is the runc boxer's private containerd runs: boxer's libexec
 // directory's (see daemon), else the one on PATH.
 func runcBinary() string {
-	if p := filepath.Join(daemon.LibexecDir, "runc"); isExecutable(p) {
+	if p, err := daemon.RuntimeBinary("runc"); err == nil {
 		return p
 	}
 	return "runc"
@@ -53,19 +54,11 @@ func runcBinary() string {
 
 // runscBinary finds runsc: boxer's libexec directory, then PATH.
 func runscBinary() (string, error) {
-	if p := filepath.Join(daemon.LibexecDir, "runsc"); isExecutable(p) {
-		return p, nil
-	}
-	p, err := exec.LookPath("runsc")
+	p, err := daemon.RuntimeBinary("runsc")
 	if err != nil {
-		return "", fmt.Errorf("runtime runsc: runsc (gVisor) is not installed: run 'make deps' or 'apt-get install runsc'")
+		return "", fmt.Errorf("runtime runsc: runsc (gVisor) is not installed: run 'make deps' (builds it into %s)", daemon.LibexecDir)
 	}
 	return p, nil
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // runscWrapper writes the script the shim runs as its "runc" binary.

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -65,8 +68,18 @@ func doctor(c *cli.Context) []check {
 	out = append(out, cg)
 
 	cfg := daemon.FromEnv()
+	// The containerd boxer will use: explicit, the system's, or its private
+	// one (running, or started on first use).
+	address := c.String("address")
+	switch {
+	case address != "":
+	case cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress):
+		address = cfg.SystemAddress
+	case daemon.GetStatus(cfg).Running:
+		address = cfg.Address()
+	}
 	// The binary matters only when boxer has to start its own daemon.
-	external := c.String("address") != "" || cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress)
+	external := address != "" && address != cfg.Address()
 	ctrd := check{name: "containerd", required: !external}
 	if bin, err := cfg.BinaryPath(); err != nil {
 		ctrd.detail = err.Error()
@@ -77,26 +90,19 @@ func doctor(c *cli.Context) []check {
 		ctrd.ok, ctrd.detail = true, bin+" "+versionOf(bin, "--version")
 	}
 	out = append(out, ctrd)
-	out = append(out, binaryCheck("runc", true, "runc", "--version", "apt-get install runc"))
-	rs := binaryCheck("runsc", false, "runsc", "--version", "optional (gVisor): apt-get install runsc")
+	out = append(out, runcCheck(cfg, address, external))
+	rs := runscCheck()
 	out = append(out, rs)
 	if rs.ok {
-		for _, platform := range []string{"ptrace", "kvm"} {
-			out = append(out, runscPlatformCheck(platform))
+		runsc, _ := daemon.RuntimeBinary("runsc")
+		for _, platform := range []string{"ptrace", "systrap", "kvm"} {
+			out = append(out, runscPlatformCheck(runsc, platform))
 		}
 		out = append(out, check{name: "runsc seccomp", ok: true, detail: "boxer's profile applied inside gVisor (--oci-seccomp), on top of gVisor's own host filter"})
 	}
 	out = append(out, binaryCheck("debootstrap", true, "debootstrap", "--version", "apt-get install debootstrap (needed by 'boxer setup' and 'boxer image build')"))
 
 	sock := check{name: "socket", required: false}
-	address := c.String("address")
-	switch {
-	case address != "":
-	case cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress):
-		address = cfg.SystemAddress
-	case daemon.GetStatus(cfg).Running:
-		address = cfg.Address()
-	}
 	var client *containerd.Client
 	if address == "" {
 		sock.detail = "no containerd answers yet: boxer starts its private one on first use ('boxer setup' or 'boxer containerd start')"
@@ -163,35 +169,109 @@ func isExec(p string) bool {
 
 // versionOf returns the first line a binary prints of its version, bounded in time.
 func versionOf(bin, flag string) string {
+	line, _, _ := strings.Cut(versionOutput(bin, flag), "\n")
+	return line
+}
+
+// versionOutput returns what a binary prints of its version, bounded in
+// time, without the lines that name its Go and spec versions.
+func versionOutput(bin, flag string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, flag).CombinedOutput()
 	if err != nil && len(out) == 0 {
 		return "(version unknown: " + err.Error() + ")"
 	}
-	line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
-	return string(line)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(l, "spec:") && !strings.HasPrefix(l, "go:") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// runcCheck names the runc that runc sandboxes get: the one the runc shim
+// finds on its containerd's PATH (boxer names no runc binary for them), read
+// from the environment of the containerd at address, or the PATH boxer gives
+// the private containerd it would start. It warns when that runc predates
+// the fixes for the November 2025 container escapes.
+func runcCheck(cfg daemon.Config, address string, external bool) check {
+	ch := check{name: "runc", required: true}
+	var path, source string
+	if address != "" && daemon.Answers(address) {
+		path, source = daemon.ContainerdPath(address)
+		source = fmt.Sprintf("%s at %s", source, address)
+	} else {
+		p, err := cfg.DaemonPath()
+		if err != nil {
+			ch.detail = "not checked: no containerd to run it (see the containerd line)"
+			return ch
+		}
+		path, source = p, "PATH of the private containerd boxer starts"
+	}
+	bin, err := daemon.LookPathIn("runc", path)
+	if err != nil {
+		ch.detail = fmt.Sprintf("not found on the %s: run 'make deps' (builds runc into %s)", source, daemon.LibexecDir)
+		return ch
+	}
+	out := versionOutput(bin, "--version")
+	ch.ok, ch.detail = true, fmt.Sprintf("%s (%s), from the %s", bin, strings.Join(strings.Split(out, "\n"), ", "), source)
+	version := daemon.RuncVersion(out)
+	advice := fmt.Sprintf("run 'make deps' (builds runc into %s, first on the private containerd's PATH)", daemon.LibexecDir)
+	if external {
+		advice = "upgrade the runc on that containerd's PATH, or use boxer's private containerd (BOXER_SYSTEM_ADDRESS= after 'make deps')"
+	}
+	switch fixed, err := daemon.RuncHasEscapeFixes(version); {
+	case err != nil:
+		ch.ok, ch.required = false, false
+		ch.detail += fmt.Sprintf("; cannot tell whether it has the fixes for %s (%v): %s", daemon.RuncEscapeCVEs, err, advice)
+	case !fixed:
+		ch.ok, ch.required = false, false
+		ch.detail += fmt.Sprintf("; older than the first releases with the fixes for %s (1.2.8, 1.3.3, 1.4.0): %s", daemon.RuncEscapeCVEs, advice)
+	}
+	return ch
+}
+
+// runscCheck names the runsc that runsc sandboxes get on any containerd:
+// boxer's wrapper runs it by path.
+func runscCheck() check {
+	ch := check{name: "runsc"}
+	bin, err := daemon.RuntimeBinary("runsc")
+	if err != nil {
+		ch.detail = fmt.Sprintf("not found (optional, gVisor): run 'make deps' (builds runsc into %s)", daemon.LibexecDir)
+		return ch
+	}
+	ch.ok, ch.detail = true, bin+" "+versionOf(bin, "--version")
+	return ch
 }
 
 // runscPlatformCheck runs 'runsc --platform=P do true' with a deadline: the
-// KVM platform hangs on some hosts, and doctor must not.
-func runscPlatformCheck(platform string) check {
+// KVM platform hangs on some hosts, and doctor must not. A probe leaves
+// nothing behind, even one killed at its deadline: it makes no cgroup
+// (--ignore-cgroups), its state and any mount runsc pins there (the gofer's
+// null-netns) live in a temporary directory that is unmounted and removed
+// afterwards, and the sandbox and gofer runsc starts in sessions of their
+// own are killed by the directory they name.
+func runscPlatformCheck(bin, platform string) check {
 	ch := check{name: "runsc " + platform}
-	bin, err := exec.LookPath("runsc")
-	if err != nil {
-		ch.detail = "runsc not found"
-		return ch
-	}
 	if platform == "kvm" {
 		if _, err := os.Stat("/dev/kvm"); err != nil {
 			ch.detail = "no /dev/kvm (not used by boxer)"
 			return ch
 		}
 	}
+	tmp, err := os.MkdirTemp("", "boxer-doctor-")
+	if err != nil {
+		ch.detail = "cannot probe: " + err.Error()
+		return ch
+	}
+	defer removeProbeDir(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), runscProbeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--platform="+platform, "--network=none", "do", "true")
-	// runsc starts a sandbox and a gofer: a hung probe ends with all of them.
+	cmd := exec.CommandContext(ctx, bin, "--platform="+platform, "--network=none", "--ignore-cgroups", "do", "true")
+	// runsc do keeps its root and bundle under TMPDIR.
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
@@ -209,6 +289,64 @@ func runscPlatformCheck(platform string) check {
 		}
 	}
 	return ch
+}
+
+// removeProbeDir ends what a runsc probe under dir left running (processes
+// whose command line names dir), unmounts what is mounted under it, deepest
+// first and until nothing is (mounts may be stacked), and removes it.
+func removeProbeDir(dir string) {
+	for _, pid := range processesNaming(dir + "/") {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for {
+		points := mountsUnder(dir)
+		if len(points) == 0 {
+			break
+		}
+		unmounted := false
+		for _, p := range points {
+			if syscall.Unmount(p, syscall.MNT_DETACH) == nil {
+				unmounted = true
+			}
+		}
+		if !unmounted {
+			break
+		}
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// mountsUnder lists the mount points under dir, deepest first.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	return points
+}
+
+// processesNaming lists the processes (other than this one) whose command
+// line contains s.
+func processesNaming(s string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(data, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // runscProbeTimeout bounds one platform probe.

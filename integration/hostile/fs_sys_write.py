@@ -1,7 +1,9 @@
 # group: files
 # tries: write a sysfs knob (lo's MTU)
 # expect: EROFS
+# expect-runsc: ENOENT
 # flags: --user 0:0
+# gVisor's sysfs has no network class at all.
 import errno
 def err(e):
     return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else type(e).__name__

@@ -1,7 +1,6 @@
 # group: signals
 # tries: pidfd_open on a host PID (containerd's)
 # expect: ESRCH
-# expect-runsc: ENOSYS
 import ctypes, errno
 libc = ctypes.CDLL(None, use_errno=True)
 def sc(nr, *args):
