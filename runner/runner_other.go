@@ -5,9 +5,7 @@ package runner
 import (
 	"context"
 	"errors"
-	"io"
 
-	"github.com/boxer-dev/boxer/daemon"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -17,15 +15,6 @@ import (
 
 // ErrNotLinux is New's answer off Linux.
 var ErrNotLinux = errors.New("boxer sandboxes need Linux")
-
-// Options say how a Runner reaches containerd.
-type Options struct {
-	Address   string
-	Namespace string
-	Daemon    daemon.Config
-	Progress  io.Writer
-	Reap      bool
-}
 
 // Runner runs sandboxes on one containerd; off Linux there is none.
 type Runner struct{}
