@@ -356,12 +356,17 @@ func decodeError(err error) *APIError {
 	return &APIError{Field: "body", Message: "not valid JSON: " + msg}
 }
 
+// writeJSON answers v and flushes it: a handler's deferred bookkeeping
+// (Shutdown's count of runs in flight) must not let the server close the
+// connection before the answer is out, which net/http would only send once
+// the handler has returned.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+	_ = http.NewResponseController(w).Flush()
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
