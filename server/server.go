@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -356,16 +357,19 @@ func decodeError(err error) *APIError {
 	return &APIError{Field: "body", Message: "not valid JSON: " + msg}
 }
 
-// writeJSON answers v and flushes it: a handler's deferred bookkeeping
-// (Shutdown's count of runs in flight) must not let the server close the
-// connection before the answer is out, which net/http would only send once
-// the handler has returned.
+// writeJSON answers v whole (with its length) and flushes it: a handler's
+// deferred bookkeeping (Shutdown's count of runs in flight) must not let the
+// server close the connection before the answer is out, which net/http
+// would only send once the handler has returned.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(body.Len()))
+	w.WriteHeader(code)
+	_, _ = w.Write(body.Bytes())
 	_ = http.NewResponseController(w).Flush()
 }
 
