@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/boxer-dev/boxer/cgroups"
+)
+
+// TestSandboxStates: steps go one way, a step out of turn is a typed
+// error, and destroy works from any state, twice too. A prepared sandbox
+// is a run directory and a mounted workspace on the host (needs root), and
+// destroy takes both away.
+func TestSandboxStates(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a workspace needs root")
+	}
+	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode()}
+	req, err := Request{Lang: "python"}.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	// From new: nothing to remove.
+	sb := r.newSandbox("bx-new", req, false)
+	var se *stateError
+	if err := sb.start(ctx, nil); !errors.As(err, &se) || se.from != stateNew || se.to != stateRunning {
+		t.Errorf("start from new = %v, want a stateError new → running", err)
+	}
+	for range 2 {
+		if err := sb.destroy(ctx); err != nil || sb.state != stateDestroyed {
+			t.Errorf("destroy from new: %v, state %s", err, sb.state)
+		}
+	}
+
+	// From prepared: the run directory, its owner and the workspace go.
+	sb = r.newSandbox("bx-prepared", req, false)
+	if err := sb.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.prepare(); !errors.As(err, &se) {
+		t.Errorf("preparing twice = %v, want a stateError", err)
+	}
+	if err := sb.deliver(req.delivery()); !errors.As(err, &se) {
+		t.Errorf("deliver before create = %v, want a stateError", err)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if !strings.Contains(string(mounts), " "+sb.dirs.Workspace+" ") {
+		t.Fatalf("workspace %s not mounted", sb.dirs.Workspace)
+	}
+	for _, p := range []string{filepath.Join(sb.runDir, "owner"), sb.dirs.Code} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("prepared sandbox lacks %s: %v", p, err)
+		}
+	}
+	for range 2 {
+		if err := sb.destroy(ctx); err != nil {
+			t.Errorf("destroy from prepared: %v", err)
+		}
+	}
+	mounts, _ = os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), sb.runDir) {
+		t.Errorf("workspace still mounted after destroy")
+	}
+	if _, err := os.Stat(sb.runDir); !os.IsNotExist(err) {
+		t.Errorf("run directory still there after destroy: %v", err)
+	}
+	if err := sb.prepare(); !errors.As(err, &se) || se.from != stateDestroyed {
+		t.Errorf("prepare after destroy = %v, want a stateError from destroyed", err)
+	}
+}
