@@ -30,7 +30,7 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 		sb.stdinW.Close()
 	}
 	if sb.container != nil {
-		if err := removeContainer(cctx, sb.container); err != nil {
+		if err := removeContainer(cctx, sb.container, sb.task); err != nil {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
 		}
 	}
@@ -44,11 +44,16 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 }
 
 // removeContainer removes a container's task (killing what still runs) and
-// the container, tolerating either being gone already.
-func removeContainer(ctx context.Context, c containerd.Container) error {
+// the container, tolerating either being gone already. task is the one boxer
+// holds, if any (it spares a round trip to the shim); else it is loaded.
+func removeContainer(ctx context.Context, c containerd.Container, task containerd.Task) error {
 	var errs []error
-	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx); errdefs.IsFailedPrecondition(err) {
+	var err error
+	if task == nil {
+		task, err = c.Task(ctx, nil)
+	}
+	if err == nil {
+		if _, err = task.Delete(ctx); errdefs.IsFailedPrecondition(err) {
 			// Still running, or created and never started: kill everything
 			// in it, wait, delete.
 			if statusC, werr := task.Wait(ctx); werr == nil {
