@@ -1,0 +1,12 @@
+// Package egress gives a sandbox that asked for it a narrow way out: an
+// allowlist of hosts and ports, enforced on the host. The sandbox's network
+// namespace holds loopback and one veth end; on the host end, a per-sandbox
+// nftables table sends its TCP to a transparent proxy and its DNS to a
+// resolver, both listening on the host end's address, and refuses
+// everything else. The resolver answers only allowed names and never
+// forwards another upstream; the proxy connects only to allowed
+// destinations, never (through a name) to loopback, private, link-local or
+// the host's own addresses, and counts the bytes against the run's quota.
+//
+// The user-facing reference is docs/reference.md ("Network egress").
+package egress
