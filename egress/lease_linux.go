@@ -1,0 +1,111 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A lease is one /30 of the egress range, held by one sandbox: its number
+// names the host end's interface ("bxn" + number) and the sandbox's table
+// ("boxer_" + number). Leases are files under dir, written under an
+// exclusive lock so that concurrent boxer processes never share one.
+type lease struct {
+	dir string
+	n   int
+}
+
+// leaseSubnet is the size of a lease: a /30 holds the gateway and the
+// sandbox.
+const leaseBits = 2
+
+// hostIfPrefix starts the name of every host end boxer makes.
+const hostIfPrefix = "bxn"
+
+func (l lease) hostIf() string { return hostIfPrefix + strconv.Itoa(l.n) }
+func (l lease) table() string  { return tablePrefix + strconv.Itoa(l.n) }
+func (l lease) file() string   { return filepath.Join(l.dir, strconv.Itoa(l.n)) }
+
+// addrs returns the gateway's and the sandbox's addresses of lease n in
+// rng.
+func leaseAddrs(rng netip.Prefix, n int) (gateway, sandbox netip.Addr) {
+	base := rng.Masked().Addr().As4()
+	v := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	v += uint32(n) << leaseBits
+	gw := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v + 1)})
+	return gw, gw.Next()
+}
+
+// leaseCount is how many leases rng holds.
+func leaseCount(rng netip.Prefix) int {
+	return 1 << (32 - leaseBits - rng.Bits())
+}
+
+// takeLease writes the lowest free lease of rng for sandbox id.
+func takeLease(dir string, rng netip.Prefix, id string) (lease, error) {
+	var l lease
+	err := withLock(dir, func() error {
+		held, err := leases(dir)
+		if err != nil {
+			return err
+		}
+		for n := 0; n < leaseCount(rng); n++ {
+			if _, ok := held[n]; ok {
+				continue
+			}
+			l = lease{dir: dir, n: n}
+			return os.WriteFile(l.file(), []byte(id), 0o600)
+		}
+		return fmt.Errorf("egress range %s is full (%d sandboxes with network): wait, or give a larger one with --net-range", rng, leaseCount(rng))
+	})
+	return l, err
+}
+
+// release removes the lease file.
+func (l lease) release() error {
+	if err := os.Remove(l.file()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("releasing address lease: %w", err)
+	}
+	return nil
+}
+
+// leases reads the held leases: number to sandbox ID.
+func leases(dir string) (map[int]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading address leases: %w", err)
+	}
+	held := map[int]string{}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		id, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		held[n] = strings.TrimSpace(string(id))
+	}
+	return held, nil
+}
+
+// withLock runs fn holding dir's lock file exclusively.
+func withLock(dir string, fn func() error) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening lease lock: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("locking leases: %w", err)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return fn()
+}
