@@ -318,3 +318,33 @@ func replaceOption(opts []string, prefix, value string) []string {
 
 func intPtr(v int) *int       { return &v }
 func int64Ptr(v int64) *int64 { return &v }
+
+// WithNetworkNamespace joins the network namespace bound at path (made by
+// boxer, holding the sandbox's link) instead of a fresh empty one.
+func WithNetworkNamespace(path string) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		for i, ns := range s.Linux.Namespaces {
+			if ns.Type == specs.NetworkNamespace {
+				s.Linux.Namespaces[i].Path = path
+				return nil
+			}
+		}
+		s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: path})
+		return nil
+	}
+}
+
+// WithTmpfs mounts a size-limited tmpfs owned by uid:gid at destination,
+// which must exist in the image (the root is read-only).
+func WithTmpfs(destination string, size int64, uid, gid uint32) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		s.Mounts = append(s.Mounts, specs.Mount{
+			Destination: destination,
+			Type:        "tmpfs",
+			Source:      "tmpfs",
+			Options: []string{"nosuid", "nodev", "mode=0755", "size=" + strconv.FormatInt(size, 10),
+				"uid=" + strconv.FormatUint(uint64(uid), 10), "gid=" + strconv.FormatUint(uint64(gid), 10)},
+		})
+		return nil
+	}
+}

@@ -69,12 +69,14 @@ func MakeRunDir(runs, id string) (string, error) {
 // WorkspaceDir is where a run directory's workspace (a tmpfs) is mounted.
 func WorkspaceDir(runDir string) string { return filepath.Join(runDir, "workspace") }
 
-// RemoveRunDir unmounts a run directory's workspace, if any, and removes
-// the directory; it never removes through a mount.
+// RemoveRunDir unmounts a run directory's workspace and network
+// namespace, if any, and removes the directory; it never removes through a
+// mount.
 func RemoveRunDir(dir string) error {
-	ws := WorkspaceDir(dir)
-	if err := unix.Unmount(ws, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unmounting %s: %w", ws, err)
+	for _, m := range []string{WorkspaceDir(dir), filepath.Join(dir, "netns")} {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("unmounting %s: %w", m, err)
+		}
 	}
 	return os.RemoveAll(dir)
 }

@@ -34,6 +34,9 @@ type Config struct {
 	// Destroy removes one sandbox container, its task and its run
 	// directory: the runner's one teardown route.
 	Destroy func(ctx context.Context, c containerd.Container) error
+	// After, if set, runs at the end of the pass (the runner sweeps what
+	// is left of removed sandboxes' network links).
+	After func(ctx context.Context)
 }
 
 // Reaper is one pass over the leftovers, under way in the background.
@@ -105,6 +108,9 @@ func (cfg Config) reap(ctx context.Context) {
 				_ = RemoveRunDir(dir)
 			}
 		}
+	}
+	if cfg.After != nil {
+		cfg.After(ctx)
 	}
 }
 

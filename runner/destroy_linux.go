@@ -34,6 +34,11 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
 		}
 	}
+	if sb.link != nil {
+		if _, err := sb.link.Remove(); err != nil {
+			errs = append(errs, fmt.Errorf("removing the sandbox's network link: %w", err))
+		}
+	}
 	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
 	}

@@ -25,6 +25,8 @@ const (
 	FieldUser        = "user"
 	FieldRuntime     = "runtime"
 	FieldNetwork     = "network"
+	FieldAllowHosts  = "allow_hosts"
+	FieldNetBytes    = "net_bytes"
 	FieldSeccomp     = "seccomp_profile"
 	FieldFiles       = "files"
 	FieldCopyIn      = "copy_in"
@@ -36,6 +38,9 @@ const (
 type FieldError struct {
 	Field   string
 	Message string
+	// Forbidden: the field is well-formed but asks for more than the
+	// operator permits (HTTP 403 rather than 400).
+	Forbidden bool
 }
 
 // Message may name other fields in braces ("raise {tmp_size}"): Render
@@ -69,7 +74,7 @@ func (e *FieldError) Text(name func(field string) string) string {
 // fields lists every field name a message may refer to.
 func fields() []string {
 	return []string{FieldLang, FieldCode, FieldImage, FieldCommand, FieldEnv, FieldTimeout, FieldMemory, FieldCPUs,
-		FieldPids, FieldTmpSize, FieldOutputLimit, FieldUser, FieldRuntime, FieldNetwork, FieldSeccomp, FieldFiles,
+		FieldPids, FieldTmpSize, FieldOutputLimit, FieldUser, FieldRuntime, FieldNetwork, FieldAllowHosts, FieldNetBytes, FieldSeccomp, FieldFiles,
 		FieldCopyIn, FieldCopyOut}
 }
 
@@ -78,6 +83,12 @@ func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
 func fieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+func forbidden(field, format string, args ...any) *FieldError {
+	e := fieldErr(field, format, args...)
+	e.Forbidden = true
+	return e
 }
 
 // CheckLimit checks a value given for one of the limits (timeout in

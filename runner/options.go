@@ -20,4 +20,21 @@ type Options struct {
 	// (see the reaper package); Close waits for it. Commands that make
 	// sandboxes set it; a client that only manages images does not.
 	Reap bool
+	// Egress is the operator's setting of the way out of sandboxes that
+	// have network egress.
+	Egress EgressOptions
+}
+
+// EgressOptions are the operator's settings of network egress.
+type EgressOptions struct {
+	// Range is the IPv4 range sandboxes' links are addressed from; empty
+	// means egress.DefaultRange.
+	Range string
+	// UpstreamDNS is the resolver (host:port) boxer asks about allowed
+	// names; empty means the host's first nameserver.
+	UpstreamDNS string
+	// Netns, if set, is a network namespace (a bind-mounted path such as
+	// /run/netns/egress) that upstream connections and DNS queries leave
+	// from: a dedicated interface or VPN for sandbox traffic.
+	Netns string
 }

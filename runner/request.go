@@ -5,6 +5,8 @@ package runner
 
 import (
 	"io"
+
+	"github.com/boxer-dev/boxer/egress"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +27,11 @@ const (
 	DefaultGID         = 65534
 	DefaultRuntime     = "runc"
 	DefaultNetwork     = "none"
+	// DefaultNetBytes caps a run's network traffic (in + out) when it has
+	// egress.
+	DefaultNetBytes = 100 << 20
+	// DefaultNetConns caps a run's concurrent connections.
+	DefaultNetConns = 64
 )
 
 // Runtimes lists the OCI runtimes a Request may name.
@@ -56,6 +63,13 @@ type Request struct {
 	UserSet bool
 	Runtime string
 	Network string
+	// AllowHosts opens egress to these destinations only (HOST[:PORT],
+	// see egress.ParseRule); empty: no network. Normalize leaves each
+	// entry as given.
+	AllowHosts []string
+	// NetBytes caps bytes in + out through boxer's proxy when AllowHosts
+	// is set.
+	NetBytes int64
 	// Seccomp replaces the default profile; nil keeps it.
 	Seccomp *specs.LinuxSeccomp
 
@@ -92,6 +106,9 @@ func (r Request) Normalize() (Request, error) {
 	}
 	r.Runtime = or(r.Runtime, DefaultRuntime)
 	r.Network = or(r.Network, DefaultNetwork)
+	if len(r.AllowHosts) > 0 {
+		r.NetBytes = or(r.NetBytes, DefaultNetBytes)
+	}
 	return r, r.check()
 }
 
@@ -104,6 +121,10 @@ type Maxima struct {
 	Pids        int64
 	TmpBytes    int64
 	OutputLimit int64
+	NetBytes    int64
+	// AllowHosts is the operator's allowlist: a request's may only narrow
+	// it, and without it no request has network.
+	AllowHosts []string
 }
 
 // NormalizeWithin is Normalize for a caller bound by max: an unset limit
@@ -117,6 +138,8 @@ func (r Request) NormalizeWithin(max Maxima) (Request, error) {
 		capLimit(FieldPids, &r.Pids, DefaultPids, max.Pids),
 		capLimit(FieldTmpSize, &r.TmpBytes, DefaultTmpSize, max.TmpBytes),
 		capLimit(FieldOutputLimit, &r.OutputLimit, DefaultOutputLimit, max.OutputLimit),
+		capLimit(FieldNetBytes, &r.NetBytes, DefaultNetBytes, max.NetBytes),
+		r.withinAllowlist(max.AllowHosts),
 	} {
 		if err != nil {
 			return r, err
@@ -149,6 +172,29 @@ func capLimit[T int64 | float64 | time.Duration](field string, v *T, def, max T)
 
 // check refuses what Normalize cannot default: unknown names, a program
 // that is not there twice or not at all, bad variables and paths.
+// withinAllowlist refuses egress the operator's allowlist does not cover
+// (a forbidden FieldError: the request is well-formed, not permitted).
+func (r *Request) withinAllowlist(operator []string) error {
+	if len(r.AllowHosts) == 0 {
+		return nil
+	}
+	if len(operator) == 0 {
+		return forbidden(FieldAllowHosts, "asks for network egress, which this server does not allow (its operator gives none with --allow-host)")
+	}
+	p, err := egress.ParsePolicy(r.AllowHosts)
+	if err != nil {
+		return fieldErr(FieldAllowHosts, "%v", err)
+	}
+	outer, err := egress.ParsePolicy(operator)
+	if err != nil {
+		return err
+	}
+	if err := p.Within(outer); err != nil {
+		return forbidden(FieldAllowHosts, "%v", err)
+	}
+	return nil
+}
+
 func (r Request) check() error {
 	for _, l := range []struct {
 		field string
@@ -174,6 +220,12 @@ func (r Request) check() error {
 		if err := checkEnv(kv); err != nil {
 			return err
 		}
+	}
+	if _, err := egress.ParsePolicy(r.AllowHosts); err != nil {
+		return fieldErr(FieldAllowHosts, "%v", err)
+	}
+	if len(r.AllowHosts) > 0 && r.NetBytes < 1 {
+		return fieldErr(FieldNetBytes, "must be larger than 0")
 	}
 	if r.Seccomp != nil && len(r.Seccomp.Syscalls) == 0 {
 		return fieldErr(FieldSeccomp, "has no rules: boxer never runs without a seccomp filter")

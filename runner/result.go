@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"github.com/boxer-dev/boxer/egress"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,8 +53,11 @@ type Result struct {
 	FilesOut []File `json:"files_out,omitempty"`
 	// FilesSkipped counts what --copy-out left behind: symlinks, special
 	// files, files over the size budget.
-	FilesSkipped int    `json:"files_skipped,omitempty"`
-	Error        string `json:"error,omitempty"`
+	FilesSkipped int `json:"files_skipped,omitempty"`
+	// Network is what a run with egress did on the network: its
+	// allowlist, connections, bytes and refused destinations.
+	Network *egress.Report `json:"network,omitempty"`
+	Error   string         `json:"error,omitempty"`
 }
 
 // MarshalJSON writes files_out as [] rather than leaving it out when

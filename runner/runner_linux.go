@@ -39,6 +39,7 @@ type Runner struct {
 	realShim   string
 	bundlesDir string
 	reaper     *reaper.Reaper
+	egress     egressSetup
 	pool       *pool
 	cleanups   sync.WaitGroup
 }
@@ -70,6 +71,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		owner:     reaper.Self(),
 		shim:      runcShim,
 	}
+	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
+		client.Close()
+		return nil, err
+	}
 	if address == o.Daemon.Address() {
 		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
 		r.realShim, _ = o.Daemon.RuncShimPath()
@@ -79,7 +84,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		r.reaper = reaper.Start(ctx, reaper.Config{
 			Client: client, Namespace: r.namespace, Address: address,
 			Runs: r.runsDir, State: r.stateDir, Bundles: r.bundlesDir, Shim: r.realShim, Runc: runcBinary(),
-			Cgroups: r.cgroups, Destroy: r.destroyLeftover,
+			Cgroups: r.cgroups, Destroy: r.destroyLeftover, After: r.sweepLinks,
 		})
 	}
 	return r, nil
@@ -219,6 +224,10 @@ func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
 	res.CPUTimeMs = float64(e.stats.CPUTimeNs/1000) / 1000
 	res.Stdout, res.StdoutTruncated = sb.stdout.text()
 	res.Stderr, res.StderrTruncated = sb.stderr.text()
+	if sb.link != nil {
+		n := sb.link.Report()
+		res.Network = &n
+	}
 	var copyErr error
 	if d.CopyOut != "" && !e.facts.interrupted {
 		res.FilesOut, res.FilesSkipped, copyErr = copyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)

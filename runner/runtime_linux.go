@@ -22,10 +22,23 @@ func RunscFlags() []string {
 	return []string{"--platform=ptrace", "--network=none", "--oci-seccomp", "--gofer-network-namespace=new"}
 }
 
+// runscEgressFlags are RunscFlags for a sandbox with egress: gVisor's
+// netstack drives the sandbox's eth0 (--network=sandbox); the policy is
+// enforced on the host end, which every frame it writes must cross.
+func runscEgressFlags() []string {
+	flags := RunscFlags()
+	for i, f := range flags {
+		if f == "--network=none" {
+			flags[i] = "--network=sandbox"
+		}
+	}
+	return flags
+}
+
 // runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls
 // a wrapper that adds RunscFlags to every runsc command.
-func (r *Runner) runtime(name string) (string, any, error) {
+func (r *Runner) runtime(name string, egress bool) (string, any, error) {
 	switch name {
 	case "runc":
 		return r.shim, nil, nil
@@ -34,7 +47,7 @@ func (r *Runner) runtime(name string) (string, any, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		wrapper, err := r.runscWrapper(bin)
+		wrapper, err := r.runscWrapper(bin, egress)
 		if err != nil {
 			return "", nil, err
 		}
@@ -61,15 +74,20 @@ func runscBinary() (string, error) {
 	return p, nil
 }
 
-// runscWrapper writes the script the shim runs as its "runc" binary.
-func (r *Runner) runscWrapper(bin string) (string, error) {
+// runscWrapper writes the script the shim runs as its "runc" binary: one
+// for sandboxes without network, one for those with egress.
+func (r *Runner) runscWrapper(bin string, egress bool) (string, error) {
+	name, flags := "runsc", RunscFlags()
+	if egress {
+		name, flags = "runsc-egress", runscEgressFlags()
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by boxer: runsc with boxer's flags, for containerd's runc shim.\nexec %s", bin)
-	for _, f := range RunscFlags() {
+	for _, f := range flags {
 		fmt.Fprintf(&b, " %s", f)
 	}
 	b.WriteString(" \"$@\"\n")
-	return writeScript(filepath.Join(r.stateDir, "runsc"), b.String())
+	return writeScript(filepath.Join(r.stateDir, name), b.String())
 }
 
 // writeScript writes an executable script once: atomically, and only when

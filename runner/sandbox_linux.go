@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/snapshots"
@@ -75,6 +76,8 @@ type sandbox struct {
 
 	runDir    string
 	dirs      sandboxDirs
+	// link is the sandbox's way out; nil without egress.
+	link      *egress.Link
 	limits    oci.Limits
 	container containerd.Container
 	task      containerd.Task
@@ -129,7 +132,13 @@ func (sb *sandbox) prepare() error {
 		}
 	}
 	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-	return mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID)
+	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
+		return err
+	}
+	if sb.req.egress() {
+		return sb.attachLink()
+	}
+	return nil
 }
 
 // create makes the container and its task: the runtime creates the
@@ -151,7 +160,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if err != nil {
 		return err
 	}
-	shim, shimOpts, err := r.runtime(sb.req.Runtime)
+	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil)
 	if err != nil {
 		return err
 	}
@@ -208,6 +217,11 @@ func (sb *sandbox) deliver(d delivery) error {
 	}
 	sb.stdout.reset(d.OutputLimit, d.Stdout)
 	sb.stderr.reset(d.OutputLimit, d.Stderr)
+	if sb.link != nil {
+		if err := sb.startLink(d); err != nil {
+			return err
+		}
+	}
 	if d.CopyIn != "" {
 		if err := copyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
 			return err

@@ -25,6 +25,9 @@ type Shape struct {
 	TmpBytes    int64
 	// Seccomp is the digest of a replaced profile; empty for the default.
 	Seccomp string
+	// Egress: the sandbox has a link out (its allowlist and quota are
+	// delivered): never the shape of a sandbox without network.
+	Egress bool
 }
 
 // Shape returns the shape of a normalized request.
@@ -34,6 +37,7 @@ func (r Request) Shape() Shape {
 		Args: strings.Join(r.args(), "\x00"), Env: strings.Join(r.Env, "\x00"),
 		UID: r.UID, GID: r.GID,
 		MemoryBytes: r.MemoryBytes, CPUs: r.CPUs, Pids: r.Pids, TmpBytes: r.TmpBytes,
+		Egress: r.egress(),
 	}
 	if r.Seccomp != nil {
 		data, _ := json.Marshal(r.Seccomp)
@@ -58,14 +62,20 @@ type delivery struct {
 	OutputLimit int64
 	Stdout      io.Writer
 	Stderr      io.Writer
+	AllowHosts  []string
+	NetBytes    int64
 }
 
 func (r Request) delivery() delivery {
 	return delivery{
 		Code: r.Code, Stdin: r.Stdin, Files: r.Files, CopyIn: r.CopyIn, CopyOut: r.CopyOut,
 		Timeout: r.Timeout, OutputLimit: r.OutputLimit, Stdout: r.Stdout, Stderr: r.Stderr,
+		AllowHosts: r.AllowHosts, NetBytes: r.NetBytes,
 	}
 }
+
+// egress says whether the request has network egress.
+func (r Request) egress() bool { return len(r.AllowHosts) > 0 }
 
 // image is the image a request runs in: its own, or its preset's.
 func (r Request) image() string {

@@ -43,12 +43,20 @@ func TestShapeCoversRequest(t *testing.T) {
 		"CopyOut": func(r *Request) { r.CopyOut = "/nonexistent/out" },
 		"Stdout":  func(r *Request) { r.Stdout = new(bytes.Buffer) },
 		"Stderr":  func(r *Request) { r.Stderr = new(bytes.Buffer) },
+		// Whether a run has egress is its shape (its sandbox has a link);
+		// which hosts it may reach, and how much, are delivered.
+		"AllowHosts": func(r *Request) { r.AllowHosts = []string{"b.example"} },
+		"NetBytes":   func(r *Request) { r.NetBytes = 1 << 20 },
 	}
+	// Fields whose being set is shape but whose value is delivered: they
+	// change the shape only of a base where they were unset.
+	setIsShape := map[string]bool{"AllowHosts": true}
 	// Two bases, so that each field can show its effect: a language run
 	// with the default user, and a command run with a user of its own.
 	bases := []Request{
 		{Lang: "python", Code: []byte("print(1)"), UID: 1000, GID: 1000},
 		{Image: "boxer/bash", Args: []string{"true"}, UID: 1000, GID: 1000, UserSet: true, Env: []string{"A=1"}},
+		{Lang: "python", Code: []byte("print(1)"), AllowHosts: []string{"a.example"}},
 	}
 	delivered := map[string]reflect.Type{}
 	dt := reflect.TypeOf(delivery{})
@@ -68,6 +76,12 @@ func TestShapeCoversRequest(t *testing.T) {
 			changed := base
 			m(&changed)
 			if !reflect.DeepEqual(reflect.ValueOf(changed).Field(i).Interface(), reflect.ValueOf(base).Field(i).Interface()) {
+				if setIsShape[f.Name] && reflect.ValueOf(base).Field(i).IsZero() {
+					if shapeOf(base) == shapeOf(changed) {
+						t.Errorf("Request.%s: setting it does not change the Shape", f.Name)
+					}
+					continue
+				}
 				changes = changes || shapeOf(base) != shapeOf(changed)
 			} else {
 				t.Errorf("Request.%s: the mutation does not change it", f.Name)

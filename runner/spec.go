@@ -32,6 +32,16 @@ type sandboxDirs struct {
 	Code string
 	// Workspace, a size-limited tmpfs on the host, is bound at /workspace.
 	Workspace string
+	// Net is the sandbox's link out; nil without egress.
+	Net *sandboxNet
+}
+
+// sandboxNet is what a sandbox with egress gets of its link.
+type sandboxNet struct {
+	// Netns is the network namespace it joins; ResolvConf the file bound
+	// at /etc/resolv.conf; Env the proxy variables.
+	Netns, ResolvConf string
+	Env               []string
 }
 
 // sandboxLimits are the limits the kernel enforces for req on host: the
@@ -57,7 +67,11 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 		}
 		presetEnv = p.Env
 	}
-	args, env := req.args(), buildEnv(imageEnv, presetEnv, req.Env)
+	var netEnv []string
+	if dirs.Net != nil {
+		netEnv = dirs.Net.Env
+	}
+	args, env := req.args(), buildEnv(imageEnv, presetEnv, netEnv, req.Env)
 	if gate {
 		args = gated(args, env)
 	}
@@ -81,6 +95,9 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if dirs.Code != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))
+	}
+	if dirs.Net != nil {
+		opts = append(opts, oci.WithNetworkNamespace(dirs.Net.Netns), oci.WithReadonlyBind(dirs.Net.ResolvConf, "/etc/resolv.conf"))
 	}
 	spec, err := oci.New(context.Background(), id, opts...)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/containerd/log"
 	"github.com/urfave/cli/v2"
@@ -70,6 +71,9 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "address", Usage: "containerd socket (default: the system socket if it answers, else boxer's private containerd)", EnvVars: []string{"BOXER_ADDRESS"}},
 			&cli.StringFlag{Name: "namespace", Value: "boxer", Usage: "containerd namespace for boxer's objects", EnvVars: []string{"BOXER_NAMESPACE"}},
 			&cli.BoolFlag{Name: "debug", Usage: "log containerd client details to stderr"},
+			&cli.StringFlag{Name: "net-range", Value: egress.DefaultRange, Usage: "IPv4 `CIDR` the links of sandboxes with --allow-host are addressed from (a /30 each)", EnvVars: []string{"BOXER_NET_RANGE"}},
+			&cli.StringFlag{Name: "dns-upstream", Usage: "resolver `HOST:PORT` boxer asks about allowed names (default: the host's first nameserver)", EnvVars: []string{"BOXER_DNS_UPSTREAM"}},
+			&cli.StringFlag{Name: "egress-netns", Usage: "network namespace `PATH` (e.g. /run/netns/egress) that sandboxes' allowed connections and DNS queries leave from (default: the host's)", EnvVars: []string{"BOXER_EGRESS_NETNS"}},
 		},
 		Before: func(c *cli.Context) error {
 			if c.Bool("debug") {
@@ -133,6 +137,11 @@ func connect(c *cli.Context, progress io.Writer, reap bool) (*runner.Runner, err
 		Daemon:    daemon.FromEnv(),
 		Progress:  progress,
 		Reap:      reap,
+		Egress: runner.EgressOptions{
+			Range:       c.String("net-range"),
+			UpstreamDNS: c.String("dns-upstream"),
+			Netns:       c.String("egress-netns"),
+		},
 	})
 	if err != nil {
 		return nil, fail("cannot reach containerd: %v (check 'boxer doctor')", err)

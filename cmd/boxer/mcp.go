@@ -22,12 +22,18 @@ func mcpCommand() *cli.Command {
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
-		}, warmFlags(1)...),
+		}, append(warmFlags(1), operatorNetFlags()...)...),
 		Action: func(c *cli.Context) error {
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
 			if max.MemoryBytes, err = runner.ParseSize(c.String("max-memory")); err != nil {
 				return fail("--max-memory: %v", err)
+			}
+			if max.NetBytes, err = runner.ParseSize(c.String("max-net-bytes")); err != nil {
+				return fail("--max-net-bytes: %v", err)
+			}
+			if max.AllowHosts, err = operatorAllowlist(c); err != nil {
+				return err
 			}
 			// stdout carries the protocol: everything else goes to stderr.
 			r, err := connect(c, os.Stderr, true)

@@ -41,6 +41,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "tmp-size", Value: units.BytesSize(runner.DefaultTmpSize), Usage: "size of /tmp and of /workspace"},
 			&cli.StringFlag{Name: "output-limit", Value: units.BytesSize(runner.DefaultOutputLimit), Usage: "bytes kept per stream; the rest is dropped"},
 			&cli.StringFlag{Name: "network", Value: runner.DefaultNetwork, Usage: "network: " + strings.Join(runner.Networks(), ", ") + " (none: loopback only)"},
+			&cli.StringSliceFlag{Name: "allow-host", Usage: "open egress to `HOST[:PORT]` only (repeatable; a DNS name, *.domain, an IP or a CIDR; PORT 443 unless given, or a list like 80,443)"},
+			&cli.StringFlag{Name: "net-bytes", Value: units.BytesSize(runner.DefaultNetBytes), Usage: "with --allow-host: bytes in + out the run may move"},
 			&cli.StringFlag{Name: "runtime", Value: runner.DefaultRuntime, Usage: "OCI runtime: " + strings.Join(runner.Runtimes(), " or ") + " (gVisor)"},
 			&cli.StringFlag{Name: "user", Value: fmt.Sprintf("%d:%d", runner.DefaultUID, runner.DefaultGID), Usage: "`UID:GID` inside the sandbox"},
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "replace the default seccomp allowlist with an OCI or Docker JSON profile `FILE`"},
@@ -141,17 +143,18 @@ func printJSON(res runner.Result) {
 // usageFailure.
 func requestFromFlags(c *cli.Context) (runner.Request, error) {
 	req := runner.Request{
-		Lang:    c.String("lang"),
-		Image:   c.String("image"),
-		Args:    c.Args().Slice(),
-		Env:     c.StringSlice("env"),
-		Timeout: c.Duration("timeout"),
-		CPUs:    c.Float64("cpus"),
-		Pids:    c.Int64("pids"),
-		Runtime: c.String("runtime"),
-		Network: c.String("network"),
-		CopyIn:  c.String("copy-in"),
-		CopyOut: c.String("copy-out"),
+		Lang:       c.String("lang"),
+		Image:      c.String("image"),
+		Args:       c.Args().Slice(),
+		Env:        c.StringSlice("env"),
+		Timeout:    c.Duration("timeout"),
+		CPUs:       c.Float64("cpus"),
+		Pids:       c.Int64("pids"),
+		Runtime:    c.String("runtime"),
+		Network:    c.String("network"),
+		AllowHosts: c.StringSlice("allow-host"),
+		CopyIn:     c.String("copy-in"),
+		CopyOut:    c.String("copy-out"),
 	}
 	// A flag given is checked as given: --cpus 0 is a mistake, not a
 	// request for the default.
@@ -167,7 +170,7 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 	for _, s := range []struct {
 		field string
 		dst   *int64
-	}{{runner.FieldMemory, &req.MemoryBytes}, {runner.FieldTmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, &req.OutputLimit}} {
+	}{{runner.FieldMemory, &req.MemoryBytes}, {runner.FieldTmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, &req.OutputLimit}, {runner.FieldNetBytes, &req.NetBytes}} {
 		if *s.dst, err = runner.ParseSizeLimit(s.field, c.String(cliName(s.field))); err != nil {
 			return req, err
 		}
@@ -212,6 +215,8 @@ func flagName(field string) string {
 		return "a command after --"
 	case runner.FieldFiles:
 		return "files"
+	case runner.FieldAllowHosts:
+		return "--allow-host"
 	}
 	return "--" + cliName(field)
 }

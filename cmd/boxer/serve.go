@@ -40,6 +40,7 @@ func serveCommand() *cli.Command {
 		Action: serveAction,
 	}
 	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
+	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
 	return cmd
 }
 
@@ -60,10 +61,13 @@ func serveAction(c *cli.Context) error {
 	for _, s := range []struct {
 		flag string
 		dst  *int64
-	}{{"max-body", &cfg.MaxBody}, {"max-memory", &cfg.Max.MemoryBytes}, {"max-tmp-size", &cfg.Max.TmpBytes}, {"max-output-limit", &cfg.Max.OutputLimit}} {
+	}{{"max-body", &cfg.MaxBody}, {"max-memory", &cfg.Max.MemoryBytes}, {"max-tmp-size", &cfg.Max.TmpBytes}, {"max-output-limit", &cfg.Max.OutputLimit}, {"max-net-bytes", &cfg.Max.NetBytes}} {
 		if *s.dst, err = runner.ParseSize(c.String(s.flag)); err != nil {
 			return fail("--%s: %v", s.flag, err)
 		}
+	}
+	if cfg.Max.AllowHosts, err = operatorAllowlist(c); err != nil {
+		return err
 	}
 	listen := c.String("listen")
 	if p := c.String("token-file"); p != "" {

@@ -1,0 +1,82 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/boxer-dev/boxer/egress"
+	"github.com/containerd/log"
+)
+
+// egressSetup is how the runner gives sandboxes their way out.
+type egressSetup struct {
+	opts egress.Options
+	// upstream is the resolver allowed names are asked of; dial opens
+	// upstream connections (from the operator's namespace, if set).
+	upstream string
+	dial     egress.Dialer
+}
+
+// newEgressSetup checks the operator's egress settings.
+func newEgressSetup(state string, o EgressOptions) (egressSetup, error) {
+	if o.Range == "" {
+		o.Range = egress.DefaultRange
+	}
+	rng, err := egress.ParseRange(o.Range)
+	if err != nil {
+		return egressSetup{}, err
+	}
+	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir(state), Range: rng}, upstream: o.UpstreamDNS}
+	if o.Netns != "" {
+		if e.dial, err = egress.NetnsDialer(o.Netns); err != nil {
+			return egressSetup{}, fmt.Errorf("egress namespace %s: %w", o.Netns, err)
+		}
+	}
+	return e, nil
+}
+
+// attachLink makes the sandbox's link (its namespace, interfaces, rules
+// and gateway) and the resolv.conf that points at the gateway.
+func (sb *sandbox) attachLink() error {
+	l, err := egress.Attach(sb.r.egress.opts, sb.id, filepath.Join(sb.runDir, "netns"))
+	if err != nil {
+		return fmt.Errorf("making the sandbox's network link: %w", err)
+	}
+	sb.link = l
+	sb.dirs.Net = &sandboxNet{Netns: l.Netns, ResolvConf: filepath.Join(sb.runDir, "resolv.conf"), Env: l.Env()}
+	if err := os.WriteFile(sb.dirs.Net.ResolvConf, l.ResolvConf(), 0o644); err != nil {
+		return fmt.Errorf("writing resolv.conf: %w", err)
+	}
+	return nil
+}
+
+// startLink lets the sandbox's traffic out under its delivered allowlist.
+func (sb *sandbox) startLink(d delivery) error {
+	policy, err := egress.ParsePolicy(d.AllowHosts)
+	if err != nil {
+		return fieldErr(FieldAllowHosts, "%v", err)
+	}
+	upstream := sb.r.egress.upstream
+	if upstream == "" {
+		if upstream, err = egress.HostResolver(); err != nil {
+			return err
+		}
+	}
+	sb.link.Start(egress.Config{Policy: policy, MaxBytes: d.NetBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: sb.r.egress.dial})
+	return nil
+}
+
+// sweepLinks removes what sandboxes whose run directory is gone left of
+// their links (the reaper's last step: it has removed the run directories
+// of dead boxer processes).
+func (r *Runner) sweepLinks(ctx context.Context) {
+	err := egress.Sweep(r.egress.opts.Dir, func(id string) bool {
+		_, err := os.Stat(filepath.Join(r.runsDir, id))
+		return err == nil
+	})
+	if err != nil {
+		log.G(ctx).WithError(err).Warn("sweeping network links")
+	}
+}
