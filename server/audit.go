@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/boxer-dev/boxer/egress"
 	"io"
 	"sync"
 	"time"
@@ -25,6 +26,8 @@ type auditEntry struct {
 	RunMs           float64           `json:"run_ms"`
 	StdoutTruncated bool              `json:"stdout_truncated,omitempty"`
 	StderrTruncated bool              `json:"stderr_truncated,omitempty"`
+	// Network is a run with egress's network report.
+	Network *egress.Report `json:"network,omitempty"`
 }
 
 // auditLog appends JSON Lines, one per request, safely from many handlers.

@@ -36,18 +36,21 @@ type Input struct {
 	TmpSize     string            `json:"tmp_size,omitempty" jsonschema:"size of /tmp and /workspace, like 64m"`
 	OutputLimit string            `json:"output_limit,omitempty" jsonschema:"bytes kept per output stream, like 1m"`
 	Runtime     string            `json:"runtime,omitempty" jsonschema:"OCI runtime: runc (default) or runsc (gVisor)"`
+	AllowHosts  []string          `json:"allow_hosts,omitempty" jsonschema:"open network egress to these destinations only: HOST[:PORT] (a DNS name, *.domain, an IP or a CIDR; port 443 unless given, or a list like 80,443); within the operator's allowlist; empty: no network"`
+	NetBytes    string            `json:"net_bytes,omitempty" jsonschema:"with allow_hosts: bytes in + out the run may move, like 5m"`
 }
 
 // Request decodes rr into a runner request normalized within max: a
 // *runner.FieldError names the field at fault.
 func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
 	req := runner.Request{
-		Lang:    rr.Lang,
-		Code:    []byte(rr.Code),
-		Image:   rr.Image,
-		Args:    rr.Command,
-		Runtime: rr.Runtime,
-		Network: rr.Network,
+		Lang:       rr.Lang,
+		Code:       []byte(rr.Code),
+		Image:      rr.Image,
+		Args:       rr.Command,
+		Runtime:    rr.Runtime,
+		Network:    rr.Network,
+		AllowHosts: rr.AllowHosts,
 	}
 	for k, v := range rr.Env {
 		req.Env = append(req.Env, k+"="+v)
@@ -70,7 +73,7 @@ func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
 	for _, s := range []struct {
 		field, value string
 		dst          *int64
-	}{{runner.FieldMemory, rr.Memory, &req.MemoryBytes}, {runner.FieldTmpSize, rr.TmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, rr.OutputLimit, &req.OutputLimit}} {
+	}{{runner.FieldMemory, rr.Memory, &req.MemoryBytes}, {runner.FieldTmpSize, rr.TmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, rr.OutputLimit, &req.OutputLimit}, {runner.FieldNetBytes, rr.NetBytes, &req.NetBytes}} {
 		if s.value == "" {
 			continue
 		}

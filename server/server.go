@@ -150,7 +150,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := rr.Request(s.cfg.Max)
 	if err != nil {
-		s.reject(w, r, http.StatusBadRequest, err, &rr)
+		s.reject(w, r, requestStatus(err), err, &rr)
 		return
 	}
 
@@ -220,6 +220,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	e.ExitCode = &res.ExitCode
 	e.QueueMs, e.RunMs = ms(queued), ms(elapsed)
 	e.StdoutTruncated, e.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
+	e.Network = res.Network
 	s.audit.write(e)
 	if code == 499 {
 		if s.stopCtx.Err() == nil || r.Context().Err() != nil {
@@ -276,6 +277,16 @@ type APIError struct {
 
 func (e *APIError) Error() string { return e.Field + " " + e.Message }
 
+// requestStatus is the HTTP status of a request boxer will not run: 403
+// when it asks for more than the operator permits, else 400.
+func requestStatus(err error) int {
+	var fe *runner.FieldError
+	if errors.As(err, &fe) && fe.Forbidden {
+		return http.StatusForbidden
+	}
+	return http.StatusBadRequest
+}
+
 // apiError turns an error about a request into its API answer.
 func apiError(err error) *APIError {
 	var ae *APIError
@@ -309,7 +320,7 @@ func (s *Server) entry(r *http.Request, rr *RunRequest, code int, msg string) au
 			e.CodeSHA256 = hex.EncodeToString(sum[:])
 		}
 		e.Limits = map[string]string{}
-		for k, v := range map[string]string{"timeout": rr.Timeout, "memory": rr.Memory, "tmp_size": rr.TmpSize, "output_limit": rr.OutputLimit, "runtime": rr.Runtime} {
+		for k, v := range map[string]string{"timeout": rr.Timeout, "memory": rr.Memory, "tmp_size": rr.TmpSize, "output_limit": rr.OutputLimit, "runtime": rr.Runtime, "net_bytes": rr.NetBytes, "allow_hosts": strings.Join(rr.AllowHosts, ",")} {
 			if v != "" {
 				e.Limits[k] = v
 			}
