@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/seccomp"
 	"github.com/docker/go-units"
@@ -124,11 +125,28 @@ func noteResult(w io.Writer, res runner.Result, req runner.Request) {
 		}
 		fmt.Fprintln(w)
 	}
+	if n := res.Network; n != nil {
+		noteNetwork(w, n)
+	}
 	if res.StdoutTruncated {
 		fmt.Fprintf(w, "boxer: stdout truncated to %d bytes (--output-limit)\n", req.OutputLimit)
 	}
 	if res.StderrTruncated {
 		fmt.Fprintf(w, "boxer: stderr truncated to %d bytes (--output-limit)\n", req.OutputLimit)
+	}
+}
+
+// noteNetwork tells what a run with --allow-host did on the network, when
+// something was refused or cut (a quiet run is not worth a line).
+func noteNetwork(w io.Writer, n *egress.Report) {
+	if n.QuotaExceeded {
+		fmt.Fprintf(w, "boxer: network quota exceeded (--net-bytes): connections closed after %d bytes in, %d out\n", n.BytesIn, n.BytesOut)
+	}
+	for _, d := range n.Denied {
+		fmt.Fprintf(w, "boxer: network: refused %s: %s\n", d.Destination, d.Reason)
+	}
+	if more := n.DeniedTotal - len(n.Denied); more > 0 {
+		fmt.Fprintf(w, "boxer: network: %d more refused (--json lists the first %d)\n", more, len(n.Denied))
 	}
 }
 
