@@ -14,8 +14,10 @@ import (
 
 // A lease is one /30 of the egress range, held by one sandbox: its number
 // names the host end's interface ("bxn" + number) and the sandbox's table
-// ("boxer_" + number). Leases are files under dir, written under an
-// exclusive lock so that concurrent boxer processes never share one.
+// ("boxer_" + number). Leases are files under one directory for the whole
+// host (interface names are the host's too), each naming its holder's run
+// directory, written under an exclusive lock so that concurrent boxer
+// processes, whatever their state directory, never share one.
 type lease struct {
 	dir string
 	n   int
@@ -47,8 +49,9 @@ func leaseCount(rng netip.Prefix) int {
 	return 1 << (32 - leaseBits - rng.Bits())
 }
 
-// takeLease writes the lowest free lease of rng for sandbox id.
-func takeLease(dir string, rng netip.Prefix, id string) (lease, error) {
+// takeLease writes the lowest free lease of rng for the sandbox whose run
+// directory is holder.
+func takeLease(dir string, rng netip.Prefix, holder string) (lease, error) {
 	var l lease
 	err := withLock(dir, func() error {
 		held, err := leases(dir)
@@ -60,7 +63,7 @@ func takeLease(dir string, rng netip.Prefix, id string) (lease, error) {
 				continue
 			}
 			l = lease{dir: dir, n: n}
-			return os.WriteFile(l.file(), []byte(id), 0o600)
+			return os.WriteFile(l.file(), []byte(holder), 0o600)
 		}
 		return fmt.Errorf("egress range %s is full (%d sandboxes with network): wait, or give a larger one with --net-range", rng, leaseCount(rng))
 	})
@@ -75,7 +78,7 @@ func (l lease) release() error {
 	return nil
 }
 
-// leases reads the held leases: number to sandbox ID.
+// leases reads the held leases: number to holder.
 func leases(dir string) (map[int]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -87,8 +90,8 @@ func leases(dir string) (map[int]string, error) {
 		if err != nil {
 			continue
 		}
-		id, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-		held[n] = strings.TrimSpace(string(id))
+		holder, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		held[n] = strings.TrimSpace(string(holder))
 	}
 	return held, nil
 }

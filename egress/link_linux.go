@@ -23,9 +23,13 @@ const DefaultRange = "10.201.0.0/16"
 // mtu is both ends' (they must agree).
 const mtu = 1500
 
+// LeaseDir holds the address leases of every boxer on the host.
+const LeaseDir = "/run/boxer/net"
+
 // Options are the operator's settings of the egress path.
 type Options struct {
-	// Dir holds the address leases (one file per sandbox with network).
+	// Dir holds the address leases (one file per sandbox with network):
+	// LeaseDir unless a test says otherwise.
 	Dir string
 	// Range is the IPv4 range the links are addressed from.
 	Range netip.Prefix
@@ -54,13 +58,15 @@ type Link struct {
 	report        Report
 }
 
-// Attach makes sandbox id's link, its namespace bound at nsPath. Nothing
-// passes until Start; on error, whatever was made is removed.
-func Attach(o Options, id, nsPath string) (l *Link, err error) {
+// Attach makes the link of the sandbox whose run directory is runDir
+// (the lease names it: Sweep removes a link whose run directory is gone),
+// its namespace bound at nsPath. Nothing passes until Start; on error,
+// whatever was made is removed.
+func Attach(o Options, runDir, nsPath string) (l *Link, err error) {
 	if err := checkRange(o.Range); err != nil {
 		return nil, err
 	}
-	ls, err := takeLease(o.Dir, o.Range, id)
+	ls, err := takeLease(o.Dir, o.Range, runDir)
 	if err != nil {
 		return nil, err
 	}
@@ -300,11 +306,11 @@ func checkRange(rng netip.Prefix) error {
 	return nil
 }
 
-// Sweep removes what sandboxes that are gone (alive says no) left of
-// their links: tables, host ends and leases; also tables and host ends
-// of boxer's with no lease at all. The namespaces' bind mounts live in
-// run directories, whose removal unmounts them.
-func Sweep(dir string, alive func(id string) bool) error {
+// Sweep removes what sandboxes whose run directory is gone left of their
+// links: tables, host ends and leases; also tables and host ends of
+// boxer's with no lease at all. The namespaces' bind mounts live in run
+// directories, whose removal unmounts them.
+func Sweep(dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -314,8 +320,8 @@ func Sweep(dir string, alive func(id string) bool) error {
 			return err
 		}
 		var errs []error
-		for n, id := range held {
-			if alive(id) {
+		for n, holder := range held {
+			if _, err := os.Stat(holder); err == nil || !filepath.IsAbs(holder) {
 				continue
 			}
 			l := lease{dir: dir, n: n}
@@ -358,6 +364,3 @@ func netipPrefix(n *net.IPNet) (netip.Prefix, bool) {
 	ones, _ := n.Mask.Size()
 	return netip.PrefixFrom(a.Unmap(), ones), true
 }
-
-// LeaseDir is where Options.Dir normally is, under boxer's state directory.
-func LeaseDir(state string) string { return filepath.Join(state, "net") }

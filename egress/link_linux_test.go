@@ -3,10 +3,10 @@ package egress
 import (
 	"errors"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,13 +46,15 @@ func inNetns(t *testing.T, path string, fn func()) {
 	<-done
 }
 
-func testRange(t *testing.T) netip.Prefix {
+// testOptions are boxer's defaults: leases are the host's, shared with
+// any boxer running beside the test.
+func testOptions(t *testing.T) Options {
 	t.Helper()
-	rng, err := ParseRange("10.201.128.0/24")
+	rng, err := ParseRange(DefaultRange)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rng
+	return Options{Dir: LeaseDir, Range: rng}
 }
 
 // TestLinkRefusesWhatIsNotForTheGateway attaches a link (with no gateway
@@ -65,14 +67,13 @@ func TestLinkRefusesWhatIsNotForTheGateway(t *testing.T) {
 		t.Fatal("needs root: network namespaces and nftables")
 	}
 	dir := t.TempDir()
-	before := hostState(t)
-	l, err := Attach(Options{Dir: filepath.Join(dir, "leases"), Range: testRange(t)}, "bx-test", filepath.Join(dir, "netns"))
+	l, err := Attach(testOptions(t), dir, filepath.Join(dir, "netns"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Remove()
-	if got := l.Gateway.String(); got != "10.201.128.1" {
-		t.Errorf("gateway %s, want the range's first", got)
+	if !strings.HasPrefix(l.Gateway.String(), "10.201.") || l.Addr != l.Gateway.Next() {
+		t.Errorf("gateway %s and sandbox %s, want a /30 of %s", l.Gateway, l.Addr, DefaultRange)
 	}
 	inNetns(t, l.Netns, func() {
 		links, _ := netlink.LinkList()
@@ -108,25 +109,63 @@ func TestLinkRefusesWhatIsNotForTheGateway(t *testing.T) {
 	if _, err := l.Remove(); err != nil {
 		t.Fatal(err)
 	}
-	if after := hostState(t); after != before {
-		t.Errorf("left behind:\nbefore %s\nafter  %s", before, after)
-	}
-}
-
-// hostState is what a link adds on the host: interfaces, boxer's tables.
-func hostState(t *testing.T) string {
-	t.Helper()
-	links, err := netlink.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, k := range links {
-		out = append(out, k.Attrs().Name)
+	if _, err := netlink.LinkByName(l.lease.hostIf()); err == nil {
+		t.Errorf("interface %s left behind", l.lease.hostIf())
 	}
 	ts, err := tables()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(append(out, ts...), " ")
+	if slices.Contains(ts, l.lease.table()) {
+		t.Errorf("table %s left behind", l.lease.table())
+	}
+	if _, err := os.Stat(l.lease.file()); err == nil {
+		t.Errorf("lease %s left behind", l.lease.file())
+	}
+	if _, err := os.Stat(l.Netns); err == nil {
+		t.Errorf("namespace %s left behind", l.Netns)
+	}
+}
+
+// TestSweepRemovesLinksOfGoneRuns: a link whose run directory is gone (its
+// boxer was killed, the reaper removed the directory) is swept: table,
+// interface and lease; a live one is kept.
+func TestSweepRemovesLinksOfGoneRuns(t *testing.T) {
+	dir := t.TempDir()
+	gone, live := filepath.Join(dir, "gone"), filepath.Join(dir, "live")
+	var links []*Link
+	for _, run := range []string{gone, live} {
+		if err := os.Mkdir(run, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Attach(testOptions(t), run, filepath.Join(run, "netns"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Remove()
+		links = append(links, l)
+	}
+	if err := removeNetns(links[0].Netns); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := Sweep(LeaseDir); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := tables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range links {
+		_, ifErr := netlink.LinkByName(l.lease.hostIf())
+		_, leaseErr := os.Stat(l.lease.file())
+		kept := []bool{ifErr == nil, leaseErr == nil, slices.Contains(ts, l.lease.table())}
+		for j, what := range []string{"interface", "lease", "table"} {
+			if want := i == 1; kept[j] != want {
+				t.Errorf("link of the %s run: %s kept=%v, want %v", []string{"gone", "live"}[i], what, kept[j], want)
+			}
+		}
+	}
 }

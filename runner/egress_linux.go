@@ -28,7 +28,7 @@ func newEgressSetup(state string, o EgressOptions) (egressSetup, error) {
 	if err != nil {
 		return egressSetup{}, err
 	}
-	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir(state), Range: rng}, upstream: o.UpstreamDNS}
+	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir, Range: rng}, upstream: o.UpstreamDNS}
 	if o.Netns != "" {
 		if e.dial, err = egress.NetnsDialer(o.Netns); err != nil {
 			return egressSetup{}, fmt.Errorf("egress namespace %s: %w", o.Netns, err)
@@ -40,7 +40,7 @@ func newEgressSetup(state string, o EgressOptions) (egressSetup, error) {
 // attachLink makes the sandbox's link (its namespace, interfaces, rules
 // and gateway) and the resolv.conf that points at the gateway.
 func (sb *sandbox) attachLink() error {
-	l, err := egress.Attach(sb.r.egress.opts, sb.id, filepath.Join(sb.runDir, "netns"))
+	l, err := egress.Attach(sb.r.egress.opts, sb.runDir, filepath.Join(sb.runDir, "netns"))
 	if err != nil {
 		return fmt.Errorf("making the sandbox's network link: %w", err)
 	}
@@ -72,11 +72,7 @@ func (sb *sandbox) startLink(d delivery) error {
 // their links (the reaper's last step: it has removed the run directories
 // of dead boxer processes).
 func (r *Runner) sweepLinks(ctx context.Context) {
-	err := egress.Sweep(r.egress.opts.Dir, func(id string) bool {
-		_, err := os.Stat(filepath.Join(r.runsDir, id))
-		return err == nil
-	})
-	if err != nil {
+	if err := egress.Sweep(r.egress.opts.Dir); err != nil {
 		log.G(ctx).WithError(err).Warn("sweeping network links")
 	}
 }

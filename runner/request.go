@@ -6,11 +6,12 @@ package runner
 import (
 	"io"
 
-	"github.com/boxer-dev/boxer/egress"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/boxer-dev/boxer/egress"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )

@@ -1,10 +1,11 @@
 package runner
 
 import (
-	"github.com/boxer-dev/boxer/egress"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/boxer-dev/boxer/egress"
 
 	"github.com/boxer-dev/boxer/snapshots"
 )

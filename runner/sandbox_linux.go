@@ -74,8 +74,8 @@ type sandbox struct {
 	// pooled: taken from the pool; torn down after its result is answered.
 	pooled bool
 
-	runDir    string
-	dirs      sandboxDirs
+	runDir string
+	dirs   sandboxDirs
 	// link is the sandbox's way out; nil without egress.
 	link      *egress.Link
 	limits    oci.Limits
