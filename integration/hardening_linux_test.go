@@ -262,3 +262,48 @@ func hostService(t *testing.T) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// hostServiceAny is a service on every address of the host (0.0.0.0),
+// which only the egress rules keep a sandbox from.
+func hostServiceAny(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host secret\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// hostAddress is one of the host's own IPv4 addresses other than loopback
+// and boxer's links.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagLoopback != 0 || strings.HasPrefix(ifc.Name, "bxn") {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	t.Fatal("the host has no IPv4 address besides loopback")
+	return ""
+}

@@ -86,7 +86,11 @@ func TestHostileSuite(t *testing.T) {
 	marker := filepath.Join(os.TempDir(), "boxer-hostile-marker-"+strconv.Itoa(os.Getpid()))
 	must(t, os.WriteFile(marker, []byte("host"), 0o644))
 	defer os.Remove(marker)
-	repl := strings.NewReplacer("{{HOST_PORT}}", strconv.Itoa(port), "{{MARKER}}", marker)
+	// For the egress programs: a service on every host address, one of
+	// those addresses, and the fake internet as boxer's upstream.
+	anyPort, hostIP := hostServiceAny(t), hostAddress(t)
+	netEnv := egressEnv(internet(t))
+	repl := strings.NewReplacer("{{HOST_PORT}}", strconv.Itoa(port), "{{MARKER}}", marker, "{{ANY_PORT}}", strconv.Itoa(anyPort), "{{HOST_IP}}", hostIP)
 
 	for _, rt := range runtimes {
 		for _, h := range progs {
@@ -95,7 +99,7 @@ func TestHostileSuite(t *testing.T) {
 				for _, f := range h.flags {
 					args = append(args, repl.Replace(f))
 				}
-				r := boxer(t, []string{"BOXER_HOST_SECRET=leak-me"}, append(args, "-c", h.code)...)
+				r := boxer(t, append([]string{"BOXER_HOST_SECRET=leak-me"}, netEnv...), append(args, "-c", h.code)...)
 				var res result
 				if err := jsonUnmarshal(r.stdout, &res); err != nil {
 					t.Fatalf("bad JSON (%v): %q %q", err, r.stdout, r.stderr)

@@ -89,6 +89,7 @@ func testMain(m *testing.M) int {
 	}
 	defer client.Close()
 	code = m.Run()
+	stopInternet()
 	return code
 }
 
@@ -315,6 +316,7 @@ func assertClean(t *testing.T) {
 	for _, p := range runtimeState() {
 		t.Errorf("runtime state left behind: %s", p)
 	}
+	assertNoLinks(t)
 }
 
 // runtimeState lists containerd's task bundles and the runc shim's runc (or

@@ -47,6 +47,9 @@ func startServer(t *testing.T, flags ...string) *server {
 	args := append([]string{"--namespace", namespace, "serve", "--listen", addr, "--audit-log", s.audit}, flags...)
 	s.cmd = exec.Command(boxerBin, args...)
 	s.cmd.Env = testEnv
+	if fakeNet != nil {
+		s.cmd.Env = append(append([]string{}, testEnv...), egressEnv(fakeNet)...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	must(t, s.cmd.Start())
 	t.Cleanup(func() {

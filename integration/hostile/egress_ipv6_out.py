@@ -1,0 +1,39 @@
+# group: egress
+# tries: reach an IPv6 address (v6.test's 2001:db8::10) with egress on
+# expect: ENETUNREACH
+# flags: --allow-host v6.test:80
+import errno, os, socket
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else type(e).__name__
+def attempt(host, port, timeout=5):
+    """Connect, send, read: what a refused connection comes to."""
+    s = socket.socket()
+    s.settimeout(timeout)
+    try:
+        s.connect((host, port))
+        s.sendall(b"GET / HTTP/1.0\r\nHost: web.test\r\n\r\n")
+        data = s.recv(64)
+        return "reached " + repr(data[:24]) if data else "closed"
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return err(e)
+    finally:
+        s.close()
+def resolve(name):
+    try:
+        return socket.gethostbyname(name)
+    except socket.gaierror:
+        return "NXDOMAIN"
+def gateway():
+    for line in open("/etc/resolv.conf"):
+        if line.startswith("nameserver"):
+            return line.split()[1]
+s = socket.socket(socket.AF_INET6)
+s.settimeout(5)
+try:
+    s.connect(("2001:db8::10", 80)); print("RESULT connected")
+except socket.timeout:
+    print("RESULT timeout")
+except OSError as e:
+    print("RESULT", err(e))

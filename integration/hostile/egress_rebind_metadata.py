@@ -1,0 +1,32 @@
+# group: egress
+# tries: reach the cloud metadata address 169.254.169.254 through an allowed name, and directly
+# expect: NXDOMAIN closed
+# flags: --allow-host meta.test:80
+import errno, os, socket
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else type(e).__name__
+def attempt(host, port, timeout=5):
+    """Connect, send, read: what a refused connection comes to."""
+    s = socket.socket()
+    s.settimeout(timeout)
+    try:
+        s.connect((host, port))
+        s.sendall(b"GET / HTTP/1.0\r\nHost: web.test\r\n\r\n")
+        data = s.recv(64)
+        return "reached " + repr(data[:24]) if data else "closed"
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return err(e)
+    finally:
+        s.close()
+def resolve(name):
+    try:
+        return socket.gethostbyname(name)
+    except socket.gaierror:
+        return "NXDOMAIN"
+def gateway():
+    for line in open("/etc/resolv.conf"):
+        if line.startswith("nameserver"):
+            return line.split()[1]
+print("RESULT", resolve("meta.test"), attempt("169.254.169.254", 80))
