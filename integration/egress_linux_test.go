@@ -345,7 +345,7 @@ func TestServeEgressPolicy(t *testing.T) {
 	if code != 403 || !strings.Contains(string(body), `"field":"allow_hosts"`) {
 		t.Errorf("server without --allow-host: %d %s, want 403 naming allow_hosts", code, body)
 	}
-	s := startServer(t, "--allow-host", "web.test:443,7000", "--warm", "python", "--warm-size", "1", "--concurrency", "1")
+	s := startServer(t, "--allow-host", "web.test:443,7000", "--warm", "python,python:net", "--warm-size", "1", "--concurrency", "1")
 	code, _, body = s.post(t, `{"lang":"python","code":"print(1)","allow_hosts":["other.test"]}`)
 	if code != 403 || !strings.Contains(string(body), `"field":"allow_hosts"`) || !strings.Contains(string(body), "other.test") {
 		t.Errorf("outside the operator's list: %d %s, want 403 naming allow_hosts and the entry", code, body)

@@ -97,10 +97,11 @@ func (p *pool) settle(ctx context.Context, urgent func() bool) {
 }
 
 // StartPool keeps size pre-created sandboxes for each entry of langs
-// ("python" on runc, "python:runsc" on gVisor) until Close, shaped for a
-// request of that language whose limits are the defaults within max (the
-// limits a server gives a request that sets none). Requests of another
-// shape run cold.
+// ("python" on runc, "python:runsc" on gVisor, either with ":net" for
+// sandboxes with a link out, which requests with allow_hosts take: their
+// allowlist is delivered) until Close, shaped for a request of that
+// language whose limits are the defaults within max (the limits a server
+// gives a request that sets none). Requests of another shape run cold.
 func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Maxima) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
@@ -108,8 +109,7 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Ma
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &pool{ready: map[Shape]chan *sandbox{}, ctx: ctx, cancel: cancel}
 	for _, entry := range langs {
-		lang, runtime, _ := strings.Cut(entry, ":")
-		req, err := Request{Lang: lang, Runtime: runtime}.NormalizeWithin(max)
+		req, err := poolRequest(entry, max)
 		if err != nil {
 			cancel()
 			return err
@@ -243,4 +243,26 @@ func (r *Runner) WarmRuns() int64 {
 		return 0
 	}
 	return r.pool.taken.Load()
+}
+
+// poolRequest is the request a warm entry's sandboxes are shaped for:
+// LANG[:RUNTIME][:net]. A ":net" sandbox has a link; the operator's
+// allowlist stands in for the request's until its own is delivered.
+func poolRequest(entry string, max Maxima) (Request, error) {
+	parts := strings.Split(entry, ":")
+	req := Request{Lang: parts[0]}
+	for _, p := range parts[1:] {
+		switch {
+		case p == "net":
+			if len(max.AllowHosts) == 0 {
+				return req, fieldErr(FieldAllowHosts, "is empty: warm entry %q needs the operator's --allow-host", entry)
+			}
+			req.AllowHosts = max.AllowHosts
+		case req.Runtime == "":
+			req.Runtime = p
+		default:
+			return req, fieldErr(FieldLang, "warm entry %q must be LANG[:RUNTIME][:net]", entry)
+		}
+	}
+	return req.NormalizeWithin(max)
 }
