@@ -58,18 +58,30 @@ func (r *resolver) count(name string) {
 	r.queries[name]++
 }
 
-// Queries returns how many questions were asked of names ending in suffix.
+// Queries returns how many questions were asked of names in the domain
+// suffix.
 func (r *resolver) Queries(suffix string) int {
 	suffix = normalise(suffix)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for name, c := range r.queries {
-		if strings.HasSuffix(name, suffix) {
+		if inDomain(name, suffix) {
 			n += c
 		}
 	}
 	return n
+}
+
+// inDomain reports whether name ends with suffix at a label boundary:
+// "web.test" takes in "web.test" and "a.web.test" but not "notweb.test";
+// ".web.test" takes in only the names under it; "" takes in every name.
+func inDomain(name, suffix string) bool {
+	if !strings.HasSuffix(name, suffix) {
+		return false
+	}
+	rest := len(name) - len(suffix)
+	return rest == 0 || suffix == "" || suffix[0] == '.' || name[rest-1] == '.'
 }
 
 // soa is the zone's start of authority, sent with negative answers so that

@@ -122,8 +122,8 @@ func (n *Net) newNamespace() error {
 	return err
 }
 
-// setupLinks brings loopback up and puts every address of the zone on a
-// dummy link. There is no route out: a packet to any other address fails
+// setupLinks brings loopback up and puts every address of the zone but
+// loopback's on a dummy link. There is no route out: a packet to any other address fails
 // at once with "network is unreachable".
 func (n *Net) setupLinks() error {
 	h, err := netlink.NewHandleAt(n.ns)
@@ -138,8 +138,16 @@ func (n *Net) setupLinks() error {
 	if err := h.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("bringing loopback up: %w", err)
 	}
-	dummy := &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: dummyLink}}
-	if err := h.LinkAdd(dummy); err != nil {
+	var dummy netlink.Link = &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: dummyLink}}
+	err = h.LinkAdd(dummy)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		// A kernel built without CONFIG_DUMMY (Firecracker's guests): a
+		// bridge without ports is the same, a link that only holds
+		// addresses.
+		dummy = &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: dummyLink}}
+		err = h.LinkAdd(dummy)
+	}
+	if err != nil {
 		return fmt.Errorf("adding link %s: %w", dummyLink, err)
 	}
 	if err := h.LinkSetUp(dummy); err != nil {
@@ -283,8 +291,10 @@ func (n *Net) serveDNS(srv *dns.Server) error {
 }
 
 // Queries returns how many DNS questions the server was asked about names
-// ending in suffix (case-insensitive; a trailing dot is ignored). A lookup
-// of both families asks two questions.
+// ending in suffix, matched by whole labels ("web.test" counts web.test and
+// a.web.test, not notweb.test; ".web.test" only the names under it; ""
+// every question), case-insensitive, a trailing dot ignored. A lookup of
+// both families asks two questions.
 func (n *Net) Queries(suffix string) int {
 	return n.resolver.Queries(suffix)
 }
