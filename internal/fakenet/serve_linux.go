@@ -1,0 +1,137 @@
+package fakenet
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+)
+
+// hello answers with the Host the client asked for and the address that
+// took the connection, so a test can tell which server it reached.
+func hello(w http.ResponseWriter, r *http.Request) {
+	local := "?"
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		local = a.String()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "hello from %s on %s\n", r.Host, local)
+}
+
+// hits counts accepted TCP connections by local address.
+type hits struct {
+	mu sync.Mutex
+	n  map[netip.AddrPort]int
+}
+
+func (h *hits) add(a net.Addr) {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return
+	}
+	ap := tcp.AddrPort()
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == nil {
+		h.n = map[netip.AddrPort]int{}
+	}
+	h.n[ap]++
+}
+
+func (h *hits) get(ap netip.AddrPort) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[ap]
+}
+
+// countingListener counts each connection it accepts.
+type countingListener struct {
+	net.Listener
+	hits *hits
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.hits.add(c.LocalAddr())
+	}
+	return c, err
+}
+
+// echoServer writes back every byte it reads, on any number of listeners.
+type echoServer struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	lns   []net.Listener
+	conns map[net.Conn]struct{}
+	done  bool
+}
+
+func (s *echoServer) serve(l net.Listener) {
+	s.mu.Lock()
+	s.lns = append(s.lns, l)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			if !s.track(c) {
+				c.Close()
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer s.untrack(c)
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+}
+
+func (s *echoServer) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *echoServer) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.Close()
+}
+
+// close stops the listeners, cuts every connection and waits for the
+// server's goroutines to end.
+func (s *echoServer) close() error {
+	s.mu.Lock()
+	s.done = true
+	var errs []error
+	for _, l := range s.lns {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
