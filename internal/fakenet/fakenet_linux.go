@@ -42,8 +42,8 @@ type Net struct {
 	resolver resolver
 	echo     echoServer
 	lns      []io.Closer // every socket, closed again at Close
-	https    []*http.Server
-	dnss     []*dns.Server
+	httpSrvs []*http.Server
+	dnsSrvs  []*dns.Server
 	wg       sync.WaitGroup // the serving goroutines
 
 	closeOnce sync.Once
@@ -154,7 +154,7 @@ func (n *Net) setupLinks() error {
 		return fmt.Errorf("bringing %s up: %w", dummyLink, err)
 	}
 	for _, a := range linkAddrs() {
-		addr := &netlink.Addr{IPNet: netipx(netip.PrefixFrom(a, a.BitLen()))}
+		addr := &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(a, a.BitLen()))}
 		if a.Is6() {
 			// Without NODAD the address stays tentative for a second or
 			// so, and binding to it fails with EADDRNOTAVAIL.
@@ -238,7 +238,7 @@ func (n *Net) serve(hs handlers, leaf tls.Certificate) error {
 			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
 		}
 		servers[kind] = srv
-		n.https = append(n.https, srv)
+		n.httpSrvs = append(n.httpSrvs, srv)
 	}
 	for _, s := range socks {
 		switch s.kind {
@@ -283,7 +283,7 @@ func (n *Net) serveDNS(srv *dns.Server) error {
 	}()
 	select {
 	case <-started:
-		n.dnss = append(n.dnss, srv)
+		n.dnsSrvs = append(n.dnsSrvs, srv)
 		return nil
 	case err := <-errc:
 		return err
@@ -388,14 +388,14 @@ func (n *Net) Close() error {
 
 func (n *Net) close() error {
 	var errs []error
-	for _, srv := range n.https {
+	for _, srv := range n.httpSrvs {
 		if err := srv.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping HTTP server: %w", err))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, srv := range n.dnss {
+	for _, srv := range n.dnsSrvs {
 		if err := srv.ShutdownContext(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping DNS server: %w", err))
 		}
@@ -461,6 +461,6 @@ func onThread(fn func() error) error {
 	return <-errc
 }
 
-func netipx(p netip.Prefix) *net.IPNet {
+func ipNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -235,7 +236,7 @@ func TestHTTP(t *testing.T) {
 	plain := &http.Client{Transport: &http.Transport{DialContext: n.DialContext}}
 	defer plain.CloseIdleConnections()
 	_, err := plain.Get("https://web.test/")
-	var unknown x509UnknownAuthority
+	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
 		t.Errorf("GET without the CA: error = %v, want unknown authority", err)
 	}
@@ -474,6 +475,46 @@ func TestTrustEnv(t *testing.T) {
 	}
 }
 
+func TestStartFails(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a network namespace")
+	}
+	dir := t.TempDir()
+	taken := filepath.Join(dir, "netns")
+	if err := os.WriteFile(taken, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Start(dir); err == nil {
+		n.Close()
+		t.Fatalf("Start over an existing %s: no error", taken)
+	}
+	if b, err := os.ReadFile(taken); err != nil || string(b) != "mine" {
+		t.Errorf("%s after a failed Start = %q, %v; want it untouched", taken, b, err)
+	}
+	if _, err := Start(filepath.Join(dir, "missing")); err == nil {
+		t.Errorf("Start in a missing directory: no error")
+	}
+}
+
+// TestTwoNets checks that two fake internets run side by side, each
+// counting its own.
+func TestTwoNets(t *testing.T) {
+	a, b := start(t), start(t)
+	c := a.HTTPClient()
+	defer c.CloseIdleConnections()
+	get(t, c, "http://web.test/")
+	web := hostPort(WebAddr, HTTPPort)
+	if got := a.Hits(web); got != 1 {
+		t.Errorf("first Hits(%s) = %d, want 1", web, got)
+	}
+	if got := b.Hits(web); got != 0 {
+		t.Errorf("second Hits(%s) = %d, want 0", web, got)
+	}
+	if got := b.Queries(""); got != 0 {
+		t.Errorf("second Queries = %d, want 0", got)
+	}
+}
+
 // TestClose checks that Close leaves nothing behind: no mount, no file, no
 // goroutine, and the host's links and routes as they were.
 func TestClose(t *testing.T) {
@@ -620,8 +661,14 @@ func TestPackageManagers(t *testing.T) {
 			t.Skip("pip not found")
 		}
 		target := filepath.Join(t.TempDir(), "site")
-		env := append(n.TrustEnv(n.CAFile), "PIP_CONFIG_FILE="+os.DevNull, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1")
+		// The host's pip configuration (a config file, find-links) is not
+		// the sandbox's: leave it out.
+		env := append(n.TrustEnv(n.CAFile), "PIP_CONFIG_FILE="+os.DevNull, "PIP_FIND_LINKS=",
+			"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1")
 		inNet(t, tmp, env, python, "-m", "pip", "install", "--index-url", "https://pypi.test/simple", "--target", target, PyPIPackage)
+		if got := n.Hits(hostPort(PyPIAddr, HTTPSPort)); got == 0 {
+			t.Errorf("Hits(pypi.test:443) = 0 after pip install, want some")
+		}
 		out, err := exec.Command(python, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import boxertest; print(boxertest.VALUE)", target).CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != "42" {
 			t.Errorf("import boxertest: %v %q, want 42", err, out)
@@ -638,8 +685,16 @@ func TestPackageManagers(t *testing.T) {
 			t.Skip("node not found")
 		}
 		home := t.TempDir()
-		env := append(n.TrustEnv(n.CAFile), "HOME="+home, "npm_config_cache="+filepath.Join(home, "cache"), "npm_config_update_notifier=false", "npm_config_fund=false")
+		// The host's npmrc may name a cafile, which replaces Node's CAs
+		// and with them NODE_EXTRA_CA_CERTS: leave it out. No retries, so
+		// a failure shows at once rather than after a minute of backoff.
+		env := append(n.TrustEnv(n.CAFile), "HOME="+home, "npm_config_globalconfig="+filepath.Join(home, "no-globalconfig"),
+			"npm_config_cache="+filepath.Join(home, "cache"),
+			"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_fetch_retries=0")
 		inNet(t, home, env, npm, "install", "--registry", "https://npm.test/", NPMPackage)
+		if got := n.Hits(hostPort(NPMAddr, HTTPSPort)); got == 0 {
+			t.Errorf("Hits(npm.test:443) = 0 after npm install, want some")
+		}
 		cmd := exec.Command(node, "-e", `console.log(require("boxer-test-pkg"))`)
 		cmd.Dir = home
 		out, err := cmd.CombinedOutput()

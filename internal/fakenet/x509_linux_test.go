@@ -1,5 +1,0 @@
-package fakenet
-
-import "crypto/x509"
-
-type x509UnknownAuthority = x509.UnknownAuthorityError
