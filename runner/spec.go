@@ -76,7 +76,11 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 		args = gated(args, env)
 	}
 	profile := req.Seccomp
-	if profile == nil {
+	switch {
+	case profile != nil:
+	case req.Runtime == "runsc":
+		profile = seccomp.GVisorProfile()
+	default:
 		profile = seccomp.DefaultProfile()
 	}
 	opts := []oci.SpecOpts{

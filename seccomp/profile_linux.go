@@ -86,3 +86,19 @@ func archSyscalls() []specs.LinuxSyscall {
 		return nil
 	}
 }
+
+// GVisorProfile is DefaultProfile as runsc applies it (--oci-seccomp):
+// gVisor turns every errno rule into EPERM, and glibc's pthread_create
+// falls back from clone3 to clone only on ENOSYS, so the clone3 rule would
+// leave no thread creatable. Under runsc clone3 is allowed instead: gVisor
+// implements it in its own kernel, where the namespaces its flags may ask
+// for are the Sentry's, not the host's.
+func GVisorProfile() *specs.LinuxSeccomp {
+	p := DefaultProfile()
+	for i, sc := range p.Syscalls {
+		if slices.Equal(sc.Names, []string{"clone3"}) {
+			p.Syscalls[i] = specs.LinuxSyscall{Names: []string{"clone3"}, Action: specs.ActAllow}
+		}
+	}
+	return p
+}
