@@ -100,7 +100,10 @@ while True:
 print("raw:", data.split(b"\r\n\r\n", 1)[1].decode().strip())
 e = socket.create_connection(("web.test", 7000), timeout=10)
 e.sendall(b"ping")
-print("echo:", e.recv(4).decode())
+got = b""
+while len(got) < 4:
+    got += e.recv(4 - len(got))
+print("echo:", got.decode())
 `
 
 // TestEgressAllowedClients: an allowed name works through the proxy
@@ -350,7 +353,7 @@ func TestServeEgressPolicy(t *testing.T) {
 	if code != 403 || !strings.Contains(string(body), `"field":"allow_hosts"`) || !strings.Contains(string(body), "other.test") {
 		t.Errorf("outside the operator's list: %d %s, want 403 naming allow_hosts and the entry", code, body)
 	}
-	probe := `import socket\ntry:\n    s = socket.create_connection((\"web.test\", 7000), timeout=5); s.sendall(b\"hi\"); print(s.recv(2).decode())\nexcept OSError as e:\n    print(\"no network\", type(e).__name__)\nprint(\"eth0\" in open(\"/proc/net/dev\").read())`
+	probe := `import socket\ntry:\n    s = socket.create_connection((\"web.test\", 7000), timeout=5); s.sendall(b\"hi\"); print(s.makefile(\"rb\").read(2).decode())\nexcept OSError as e:\n    print(\"no network\", type(e).__name__)\nprint(\"eth0\" in open(\"/proc/net/dev\").read())`
 	for i := 0; i < 2; i++ {
 		code, _, body = s.post(t, `{"lang":"python","code":"`+probe+`","allow_hosts":["web.test:7000"]}`)
 		var res result
