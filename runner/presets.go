@@ -96,7 +96,8 @@ m._compile(out.outputText, file);
 var pythonNetEnv = []string{
 	"PYTHONPATH=" + PackagesDir,
 	"PIP_TARGET=" + PackagesDir,
-	// Debian marks its Python as externally managed (PEP 668).
+	// Debian marks its Python as externally managed (PEP 668): a target
+	// install skips the check, 'pip uninstall' does not.
 	"PIP_BREAK_SYSTEM_PACKAGES=1",
 	"PIP_NO_CACHE_DIR=1",
 	"PIP_DISABLE_PIP_VERSION_CHECK=1",
@@ -125,7 +126,7 @@ var nodeNetEnv = []string{
 // node-jridgewell-source-map, node-types-eslint, node-import-local,
 // node-type-fest, node-babel-types and node-babel-helper-module-imports,
 // node-path-key, node-types-json-schema and node-queue-microtask, in order.
-// npm brings about 390 packages and 150 MB.
+// With them npm adds 374 packages and 156 MB to the image (bookworm, 2026).
 var nodePackages = []string{
 	"nodejs", "node-typescript", "npm", "ca-certificates",
 	"node-cli-table", "node-function-bind", "node-css-loader",
