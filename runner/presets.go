@@ -8,6 +8,12 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 )
 
+// PackagesDir is an empty directory in every image boxer builds. A run with
+// network egress gets a tmpfs there, owned by the sandbox user, and the
+// preset's NetEnv points its package manager at it: the root stays
+// read-only, and the packages a run installs die with it.
+const PackagesDir = "/opt/boxer/site-packages"
+
 // Preset is a language: the image it runs in, how its interpreter is called
 // and the file name its code gets.
 type Preset struct {
@@ -22,6 +28,10 @@ type Preset struct {
 	Command []string
 	// Env is set before the request's own variables.
 	Env []string
+	// NetEnv is set when the run has network egress, after Env: it makes
+	// the package manager install into PackagesDir (or the workspace) and
+	// the language find what it installed, in the same run.
+	NetEnv []string
 	// Support holds files delivered read-only next to the code (name to
 	// content), such as a preset's runner script.
 	Support map[string]string
@@ -73,6 +83,59 @@ process.argv.splice(1, 1);
 m._compile(out.outputText, file);
 `
 
+// pythonNetEnv makes 'pip install' work as the sandbox user on a read-only
+// root, and the packages importable by the interpreter that ran it.
+// PIP_TARGET rather than a user or prefix install: the target is PackagesDir
+// itself, which PYTHONPATH names and which exists (the tmpfs) when the
+// interpreter starts. A sys.path entry that is missing at start is cached
+// as having no finder and never looked at again; one that exists is
+// rescanned whenever its mtime changes, so 'import x' after pip installed x
+// from a subprocess finds it without importlib.invalidate_caches().
+// A target install ignores what the image already has, so dependencies the
+// image holds (numpy in python-data) are installed again into the target.
+var pythonNetEnv = []string{
+	"PYTHONPATH=" + PackagesDir,
+	"PIP_TARGET=" + PackagesDir,
+	// Debian marks its Python as externally managed (PEP 668): a target
+	// install skips the check, 'pip uninstall' does not.
+	"PIP_BREAK_SYSTEM_PACKAGES=1",
+	"PIP_NO_CACHE_DIR=1",
+	"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	"PIP_ROOT_USER_ACTION=ignore",
+}
+
+// nodeNetEnv makes npm install into the workspace (its working directory)
+// with its cache in /tmp, and node find what it installed: a module
+// required from /code/main.js is looked up in /code/node_modules and
+// /node_modules, never /workspace/node_modules, without NODE_PATH.
+// NODE_PATH serves require() only; import statements ignore it.
+var nodeNetEnv = []string{
+	"NODE_PATH=" + path.Join(oci.Workspace, "node_modules"),
+	"npm_config_cache=/tmp/.npm",
+	"npm_config_update_notifier=false",
+	"npm_config_fund=false",
+	"npm_config_audit=false",
+}
+
+// nodePackages are the node image's, which javascript and typescript share:
+// Debian's npm serves runs with egress. npm's dependencies name virtual
+// packages, which debootstrap does not resolve (it installs no provider and
+// the configure step fails), so their bookworm providers follow npm:
+// node-cli-table3, node-has, node-postcss-selector-parser,
+// node-color-support, node-cssesc, node-for-each,
+// node-jridgewell-source-map, node-types-eslint, node-import-local,
+// node-type-fest, node-babel-types and node-babel-helper-module-imports,
+// node-path-key, node-types-json-schema and node-queue-microtask, in order.
+// With them npm adds 374 packages and 156 MB to the image (bookworm, 2026).
+var nodePackages = []string{
+	"nodejs", "node-typescript", "npm", "ca-certificates",
+	"node-cli-table", "node-function-bind", "node-css-loader",
+	"node-fancy-log", "node-css-selector-tokenizer", "node-tape",
+	"node-ampproject-remapping", "eslint", "node-jest-debbundle",
+	"node-read-pkg", "node-babel7", "node-npm-run-path", "node-json-schema",
+	"node-n3",
+}
+
 // presets are the languages boxer knows. Unexported: a sandbox's command
 // and image come from here, so no importer may change them; Presets and
 // LookupPreset hand out copies.
@@ -81,46 +144,53 @@ var presets = map[string]Preset{
 		Name:  "python",
 		Image: "boxer/python",
 		// python3 is the interpreter and its whole standard library;
-		// tzdata is what the zoneinfo module reads.
-		Packages: []string{"python3", "tzdata"},
+		// tzdata is what the zoneinfo module reads; pip and the CA
+		// certificates it verifies HTTPS with serve runs with egress.
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// The root is read-only: no bytecode cache to write.
 		Env:     []string{"PYTHONDONTWRITEBYTECODE=1"},
+		NetEnv:  pythonNetEnv,
 		Example: "print(1)",
 	},
 	"python-data": {
 		Name:     "python-data",
 		Image:    "boxer/python-data",
-		Packages: []string{"python3", "tzdata", "python3-numpy", "python3-pandas", "python3-matplotlib"},
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// Matplotlib draws to files (no display) and keeps its font cache
 		// in the writable /tmp.
 		Env:     []string{"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib", "XDG_CACHE_HOME=/tmp/.cache"},
+		NetEnv:  pythonNetEnv,
 		Example: "import numpy; print(numpy.ones(1, dtype=int)[0])",
 	},
 	"javascript": {
 		Name:     "javascript",
 		Image:    "boxer/node",
-		Packages: []string{"nodejs", "node-typescript"},
+		Packages: nodePackages,
 		File:     "main.js",
 		Command:  []string{"node"},
+		NetEnv:   nodeNetEnv,
 		Example:  "console.log(1)",
 	},
 	"typescript": {
 		Name:     "typescript",
 		Image:    "boxer/node",
-		Packages: []string{"nodejs", "node-typescript"},
+		Packages: nodePackages,
 		File:     "main.ts",
 		Command:  []string{"node", path.Join(oci.CodeDir, ".boxer-ts.js")},
 		Support:  map[string]string{".boxer-ts.js": tsRunner},
+		NetEnv:   nodeNetEnv,
 		Example:  "const n: number = 1; console.log(n)",
 	},
 	"bash": {
-		Name:     "bash",
-		Image:    "boxer/bash",
-		Packages: []string{"bash", "coreutils", "procps"},
+		Name:  "bash",
+		Image: "boxer/bash",
+		// curl and the CA certificates it verifies HTTPS with serve runs
+		// with egress; it reads HTTPS_PROXY itself.
+		Packages: []string{"bash", "coreutils", "procps", "curl", "ca-certificates"},
 		File:     "main.sh",
 		Command:  []string{"bash"},
 		Example:  "echo 1",
@@ -158,6 +228,7 @@ func LookupPreset(name string) (Preset, error) {
 	p.Packages = slices.Clone(p.Packages)
 	p.Command = slices.Clone(p.Command)
 	p.Env = slices.Clone(p.Env)
+	p.NetEnv = slices.Clone(p.NetEnv)
 	if p.Support != nil {
 		support := make(map[string]string, len(p.Support))
 		for k, v := range p.Support {

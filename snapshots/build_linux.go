@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,8 +171,15 @@ func removeBuildDir(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// builtMountPoints are the directories a run may mount something on, created
+// empty (root, 0755) in every image boxer builds: the root is read-only and
+// shared between sandboxes, so it cannot get them at run time.
+// opt/boxer/site-packages is runner.PackagesDir, where a run with network
+// egress gets a writable tmpfs for the packages it installs.
+var builtMountPoints = []string{"workspace", "code", "opt/boxer/site-packages"}
+
 // trimRootfs drops what a read-only sandbox root does not need and creates
-// the mount points boxer uses (a read-only root cannot get them at run time).
+// the mount points boxer uses.
 func trimRootfs(rootfs string) error {
 	for _, glob := range []string{"var/cache/apt/archives/*.deb", "var/lib/apt/lists/*", "var/log/*", "dev/*", "tmp/*", "run/*"} {
 		matches, _ := filepath.Glob(filepath.Join(rootfs, glob))
@@ -181,9 +189,28 @@ func trimRootfs(rootfs string) error {
 			}
 		}
 	}
-	for _, d := range []string{"workspace", "code"} {
-		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+	for _, d := range builtMountPoints {
+		if err := mkdirAll(rootfs, d); err != nil {
 			return fmt.Errorf("creating /%s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// mkdirAll creates the directory rel under root and the parents it lacks,
+// each 0755 whatever the umask: the sandbox user must reach a mount point
+// through them.
+func mkdirAll(root, rel string) error {
+	p := root
+	for _, elem := range strings.Split(rel, "/") {
+		p = filepath.Join(p, elem)
+		if err := os.Mkdir(p, 0o755); errors.Is(err, fs.ErrExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := os.Chmod(p, 0o755); err != nil {
+			return err
 		}
 	}
 	return nil
