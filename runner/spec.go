@@ -59,17 +59,19 @@ func sandboxLimits(req Request, host hostFacts) oci.Limits {
 // the environment of its image's config and the host's facts. A gated
 // sandbox's program waits for a line on stdin before it runs (see gated).
 func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs sandboxDirs, gate bool) (*specs.Spec, error) {
-	var presetEnv []string
+	var presetEnv, netEnv []string
+	if dirs.Net != nil {
+		netEnv = dirs.Net.Env
+	}
 	if req.Lang != "" {
 		p, err := LookupPreset(req.Lang)
 		if err != nil {
 			return nil, err
 		}
 		presetEnv = p.Env
-	}
-	var netEnv []string
-	if dirs.Net != nil {
-		netEnv = dirs.Net.Env
+		if dirs.Net != nil {
+			netEnv = append(netEnv, p.NetEnv...)
+		}
 	}
 	args, env := req.args(), buildEnv(imageEnv, presetEnv, netEnv, req.Env)
 	if gate {
@@ -102,6 +104,12 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if dirs.Net != nil {
 		opts = append(opts, oci.WithNetworkNamespace(dirs.Net.Netns), oci.WithReadonlyBind(dirs.Net.ResolvConf, "/etc/resolv.conf"))
+		if p, err := LookupPreset(req.Lang); err == nil && req.image() == p.Image {
+			// Where a preset's package manager installs (see NetEnv):
+			// memory-backed, as large as /tmp, the sandbox user's. Only
+			// boxer's own images are known to hold the mount point.
+			opts = append(opts, oci.WithTmpfs(PackagesDir, req.TmpBytes, req.UID, req.GID))
+		}
 	}
 	spec, err := oci.New(context.Background(), id, opts...)
 	if err != nil {

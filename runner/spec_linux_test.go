@@ -14,6 +14,9 @@ import (
 func TestBuildSpec(t *testing.T) {
 	host := hostFacts{Namespace: "ns", NoFile: 512}
 	dirs := sandboxDirs{Code: "/run/boxer/runs/bx-1/code", Workspace: "/run/boxer/runs/bx-1/workspace"}
+	netDirs := dirs
+	netDirs.Net = &sandboxNet{Netns: "/run/boxer/runs/bx-1/netns", ResolvConf: "/run/boxer/runs/bx-1/resolv.conf",
+		Env: []string{"HTTP_PROXY=http://10.201.0.1:3128", "HTTPS_PROXY=http://10.201.0.1:3128"}}
 	norm := func(r Request) Request {
 		n, err := r.Normalize()
 		if err != nil {
@@ -86,6 +89,40 @@ func TestBuildSpec(t *testing.T) {
 		{"custom seccomp", norm(Request{Lang: "bash", Seccomp: custom}), dirs, false, func(t *testing.T, s *specs.Spec) {
 			if s.Linux.Seccomp != custom {
 				t.Error("the request's profile is not the spec's")
+			}
+		}},
+		{"egress", norm(Request{Lang: "python", AllowHosts: []string{"pypi.org"}, Env: []string{"HTTPS_PROXY=mine"}}), netDirs, false, func(t *testing.T, s *specs.Spec) {
+			var netns string
+			for _, ns := range s.Linux.Namespaces {
+				if ns.Type == specs.NetworkNamespace {
+					netns = ns.Path
+				}
+			}
+			if netns != netDirs.Net.Netns {
+				t.Errorf("network namespace %q, want the link's", netns)
+			}
+			mounts := map[string]specs.Mount{}
+			for _, m := range s.Mounts {
+				mounts[m.Destination] = m
+			}
+			if m := mounts["/etc/resolv.conf"]; m.Source != netDirs.Net.ResolvConf || !slices.Contains(m.Options, "ro") {
+				t.Errorf("resolv.conf mount %+v", m)
+			}
+			if m := mounts[PackagesDir]; m.Type != "tmpfs" || !slices.Contains(m.Options, "uid=65534") {
+				t.Errorf("packages mount %+v", m)
+			}
+			// The link's variables, then the preset's NetEnv; the request's own win.
+			for _, kv := range []string{"HTTP_PROXY=http://10.201.0.1:3128", "HTTPS_PROXY=mine", "PIP_TARGET=" + PackagesDir} {
+				if !slices.Contains(s.Process.Env, kv) {
+					t.Errorf("env %q lacks %s", s.Process.Env, kv)
+				}
+			}
+		}},
+		{"egress, own image", norm(Request{Lang: "python", Image: "other/python", AllowHosts: []string{"pypi.org"}}), netDirs, false, func(t *testing.T, s *specs.Spec) {
+			for _, m := range s.Mounts {
+				if m.Destination == PackagesDir {
+					t.Error("a packages mount in an image that may not hold its mount point")
+				}
 			}
 		}},
 		{"gated", norm(Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {
