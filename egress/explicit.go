@@ -156,7 +156,7 @@ func (p *proxy) dialHostPort(ctx context.Context, dest string) (net.Conn, error)
 		return nil, &refusedError{dest, http.StatusBadRequest, "give host:port, port 1 to 65535"}
 	}
 	var up net.Conn
-	if a, err := netip.ParseAddr(host); err == nil {
+	if a, aerr := netip.ParseAddr(host); aerr == nil {
 		up, err = p.dialIP(ctx, dest, a.Unmap(), uint16(port))
 	} else {
 		up, err = p.dialName(ctx, dest, normalName(host), uint16(port))

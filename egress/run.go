@@ -143,18 +143,26 @@ func (r *run) count(dest string, in, out int) {
 		return
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if !r.quota {
 		r.quota = true
 		r.denyLocked(dest, fmt.Sprintf("network quota of %d bytes exceeded", r.cfg.MaxBytes))
 	}
-	r.closeAllLocked()
+	r.mu.Unlock()
+	r.closeAll()
 }
 
-// closeAllLocked closes every open connection; their goroutines see the
-// error and unregister them.
-func (r *run) closeAllLocked() {
+// closeAll closes every open connection; their goroutines see the error
+// and unregister them. New ones are refused already (closed or quota), so
+// none escapes.
+func (r *run) closeAll() {
+	r.mu.Lock()
+	conns := make([]io.Closer, 0, len(r.conns))
 	for c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.mu.Unlock()
+	// Outside the lock: closing a connection unregisters it.
+	for _, c := range conns {
 		c.Close()
 	}
 }
@@ -164,9 +172,9 @@ func (r *run) closeAllLocked() {
 func (r *run) shutdown() {
 	r.cancel()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.closed = true
-	r.closeAllLocked()
+	r.mu.Unlock()
+	r.closeAll()
 }
 
 // remember records the addresses the resolver hands out for name; false
