@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,7 @@ func (p *proxy) explicit(c net.Conn) {
 	// lr caps each request's header; its body is read through it too.
 	lr := &io.LimitedReader{R: ic}
 	br := bufio.NewReader(lr)
-	tr := p.transport()
+	tr := p.transport(p.dialHostPort)
 	defer tr.CloseIdleConnections()
 	for {
 		lr.N = maxHeaderBytes
@@ -57,6 +58,53 @@ func (p *proxy) explicit(c net.Conn) {
 		if req.Method == http.MethodConnect {
 			p.connect(c, br, req)
 			return
+		}
+		if !req.URL.IsAbs() || req.URL.Host == "" {
+			writeStatus(ic, http.StatusBadRequest, "boxer: send this proxy absolute-form requests (GET http://host/path) or CONNECT host:port")
+			return
+		}
+		if req.URL.Scheme != "http" {
+			writeStatus(ic, http.StatusBadRequest, "boxer: only http:// URLs are forwarded: use CONNECT for "+req.URL.Scheme)
+			return
+		}
+		if !p.forward(ic, req, tr) {
+			return
+		}
+	}
+}
+
+// transparentHTTP serves a redirected connection that speaks HTTP/1 to dst
+// request by request, each checked as the first was: a program cannot send
+// an allowed Host first and another one next on the same connection (to a
+// CDN's address, say). peeked holds the bytes sniff read.
+func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
+	ic := &idleConn{Conn: c, idle: p.idle}
+	lr := &io.LimitedReader{R: io.MultiReader(bytes.NewReader(peeked), ic)}
+	br := bufio.NewReader(&skipBlankLines{r: lr})
+	tr := p.transport(func(ctx context.Context, _ string) (net.Conn, error) {
+		return p.dialAddr(ctx, dst)
+	})
+	defer tr.CloseIdleConnections()
+	for {
+		lr.N = maxHeaderBytes
+		req, err := http.ReadRequest(br)
+		lr.N = math.MaxInt64
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				writeStatus(ic, http.StatusBadRequest, "boxer: malformed HTTP request")
+			}
+			return
+		}
+		name := hostName(req.Host)
+		if reason := p.decide(dst, name); reason != "" {
+			dest := transparentDest(dst, name, reason)
+			p.run.deny(dest, reason)
+			writeStatus(ic, http.StatusForbidden, fmt.Sprintf("boxer: %s refused: %s", dest, reason))
+			return
+		}
+		req.URL.Scheme, req.URL.Host = "http", req.Host
+		if req.Host == "" {
+			req.URL.Host = dst.String()
 		}
 		if !p.forward(ic, req, tr) {
 			return
@@ -82,17 +130,8 @@ func (p *proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
 	p.splice(c, up, pre)
 }
 
-// forward serves an absolute-form request (GET http://host/path) through
-// tr and reports whether the connection may serve another.
+// forward serves a request for an http:// URL through tr and reports whether the connection may serve another.
 func (p *proxy) forward(c net.Conn, req *http.Request, tr *http.Transport) bool {
-	if !req.URL.IsAbs() || req.URL.Host == "" {
-		writeStatus(c, http.StatusBadRequest, "boxer: send this proxy absolute-form requests (GET http://host/path) or CONNECT host:port")
-		return false
-	}
-	if req.URL.Scheme != "http" {
-		writeStatus(c, http.StatusBadRequest, "boxer: only http:// URLs are forwarded: use CONNECT for "+req.URL.Scheme)
-		return false
-	}
 	out := req.WithContext(p.run.ctx)
 	out.RequestURI = ""
 	out.Close = false
@@ -127,13 +166,13 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// transport returns the Transport of one explicit connection's requests:
-// every connection it opens goes through dialHostPort.
-func (p *proxy) transport() *http.Transport {
+// transport returns the Transport of one connection's requests: every
+// connection it opens to host:port goes through dial.
+func (p *proxy) transport(dial func(ctx context.Context, hostPort string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			up, err := p.dialHostPort(ctx, addr)
+		DialContext: func(ctx context.Context, _, hostPort string) (net.Conn, error) {
+			up, err := dial(ctx, hostPort)
 			if err != nil {
 				return nil, err
 			}

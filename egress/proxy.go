@@ -96,20 +96,25 @@ func reset(c net.Conn) {
 
 // transparent serves a connection redirected from dst: it reads the name
 // the program asked for (TLS SNI, HTTP Host), decides, and splices the
-// connection to dst.
+// connection to dst, or forwards it request by request if it speaks HTTP.
 func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if dst.Addr() == p.self.Addr() {
 		p.run.deny(dst.String(), "boxer's gateway")
 		reset(c)
 		return
 	}
-	name, peeked, reason := p.sniff(c)
+	name, kind, peeked, reason := p.sniff(c)
 	if reason == "" {
 		reason = p.decide(dst, name)
 	}
 	if reason != "" {
 		p.run.deny(transparentDest(dst, name, reason), reason)
 		reset(c)
+		return
+	}
+	if kind == kindHTTP {
+		p.transparentHTTP(c, dst, peeked)
+		c.Close()
 		return
 	}
 	up, err := p.dialAddr(p.run.ctx, dst)
@@ -285,30 +290,41 @@ func (c *countedConn) Close() error {
 }
 
 // sniff reads the first bytes of a transparent connection and returns the
-// name they ask for (TLS SNI or HTTP Host; "" if none) and the bytes read.
-// reason is set when the bytes claim a name that cannot be read: without
-// it, a slow or broken ClientHello would pass unchecked.
-func (p *proxy) sniff(c net.Conn) (name string, peeked []byte, reason string) {
+// name they ask for (TLS SNI or HTTP Host; "" if none), what they are
+// (kindTLS, kindHTTP, kindOther) and the bytes read. reason is set when
+// the bytes claim a name that cannot be read: without it, a slow or broken
+// ClientHello would pass unchecked.
+func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason string) {
 	c.SetReadDeadline(time.Now().Add(p.peek))
 	defer c.SetReadDeadline(time.Time{})
 	rec := &recorder{Conn: c}
-	kind := rec.kind()
+	kind = rec.kind()
 	rec.rewind()
 	switch kind {
 	case kindTLS:
 		name, reason = sniffTLS(rec)
+		name = hostName(name)
 	case kindHTTP:
-		name, reason = sniffHTTP(rec)
-	}
-	if name != "" {
-		if _, err := netip.ParseAddr(name); err == nil {
-			// An address is not a name: the destination decides alone.
-			name = ""
-		} else {
-			name = normalName(name)
+		var req *http.Request
+		if req, reason = sniffHTTP(rec); req != nil {
+			name = hostName(req.Host)
 		}
 	}
-	return name, rec.buf, reason
+	return name, kind, rec.buf, reason
+}
+
+// hostName returns the name of a Host header or an SNI, lower-case and
+// without its port; "" for an address, which is no name: the destination
+// address decides alone.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return ""
+	}
+	return normalName(host)
 }
 
 // The kinds of first bytes a transparent connection may send.
@@ -393,19 +409,14 @@ func sniffTLS(rec *recorder) (name, reason string) {
 	return hello.ServerName, ""
 }
 
-// sniffHTTP returns the host of the HTTP request rec holds; reason is set
+// sniffHTTP returns the HTTP request whose header rec holds; reason is set
 // when rec holds no readable request.
-func sniffHTTP(rec *recorder) (name, reason string) {
-	br := bufio.NewReader(&skipBlankLines{r: rec})
-	req, err := http.ReadRequest(br)
+func sniffHTTP(rec *recorder) (*http.Request, string) {
+	req, err := http.ReadRequest(bufio.NewReader(&skipBlankLines{r: rec}))
 	if err != nil {
-		return "", "unreadable HTTP request"
+		return nil, "unreadable HTTP request"
 	}
-	host := req.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), ""
+	return req, ""
 }
 
 // skipBlankLines reads past the blank lines before a request line, which

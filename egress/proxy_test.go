@@ -76,10 +76,11 @@ func newWorld(t *testing.T) *world {
 		}
 	}()
 	w.up = startUpstream(t, map[string][]string{
-		"example.com":     {"203.0.113.10"},
-		"www.example.com": {"203.0.113.10"},
-		"db.example.com":  {"203.0.113.30"},
-		"evil.com":        {"203.0.113.10"},
+		"example.com":      {"203.0.113.10"},
+		"www.example.com":  {"203.0.113.10"},
+		"db.example.com":   {"203.0.113.30"},
+		"evil.com":         {"203.0.113.10"},
+		"loop.example.com": {"127.0.0.1"},
 	})
 	w.dial, w.dials = testDial(map[string]string{
 		upstreamDNS:         w.up.addr,
@@ -542,5 +543,79 @@ func TestGatewayLifecycle(t *testing.T) {
 	g.Start(Config{})
 	if _, err := net.DialTimeout("tcp", netip.AddrPortFrom(loopback, g.ProxyPort()).String(), time.Second); err == nil {
 		t.Error("the proxy accepts connections after Close")
+	}
+}
+
+func TestTransparentHTTP(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	g := w.gateway(t, Config{}, "example.com:80", "www.example.com:80")
+	g.resolve("example.com")
+	g.resolve("www.example.com")
+	c := g.dial("203.0.113.10:80")
+	br := bufio.NewReader(c)
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, host := range []string{"example.com", "www.example.com", "evil.com"} {
+		req, _ := http.NewRequest("GET", "http://"+host+"/", nil)
+		req.Header.Set("Proxy-Authorization", "Basic eDp5")
+		if err := req.Write(c); err != nil {
+			t.Fatalf("writing a request for %s: %v", host, err)
+		}
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			t.Fatalf("reading the answer for %s: %v", host, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want, wantStatus := "hello from "+host, 200
+		if host == "evil.com" {
+			want, wantStatus = "boxer: evil.com:80 refused: name not allowed\n", 403
+		}
+		if resp.StatusCode != wantStatus || string(body) != want {
+			t.Errorf("GET http://%s/ on one connection = %d %q, want %d %q", host, resp.StatusCode, body, wantStatus, want)
+		}
+	}
+	if h := *w.headers.Load(); h.Get("Proxy-Authorization") != "" {
+		t.Errorf("upstream saw %v, want no Proxy-* header", h)
+	}
+	if !refused(t, c) {
+		t.Error("the connection stayed open after a refused request")
+	}
+}
+
+func TestExplicitNameBlockedAddress(t *testing.T) {
+	w := newWorld(t)
+	g := w.gateway(t, Config{}, "loop.example.com")
+	status, body := get(t, w.proxyClient(g), "http://loop.example.com:443/", nil)
+	if status != 403 || body != "boxer: loop.example.com:443 refused: name has no allowed address\n" {
+		t.Errorf("GET = %d %q, want 403 name has no allowed address", status, body)
+	}
+	if r := g.Report(); !hasDenial(r, "loop.example.com", "resolves to 127.0.0.1: loopback") {
+		t.Errorf("denials = %v, want loop.example.com resolves to 127.0.0.1", r.Denied)
+	}
+}
+
+func TestIdleTimeout(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	g := startGateway(t, Config{Policy: mustPolicy(t, "db.example.com:5432"), Dial: w.dial},
+		func(g *Gateway) { g.idle = 200 * time.Millisecond })
+	g.resolve("db.example.com")
+	busy, quiet := g.dial("203.0.113.30:5432"), g.dial("203.0.113.30:5432")
+	for _, c := range []net.Conn{busy, quiet} {
+		io.WriteString(c, "x")
+		io.ReadFull(c, make([]byte, 1))
+	}
+	start := time.Now()
+	for time.Since(start) < 600*time.Millisecond {
+		io.WriteString(busy, "x")
+		busy.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := io.ReadFull(busy, make([]byte, 1)); err != nil {
+			t.Fatalf("a busy connection closed after %v: %v", time.Since(start), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !refused(t, quiet) {
+		t.Error("a quiet connection stayed open past the idle timeout")
 	}
 }
