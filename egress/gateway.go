@@ -10,9 +10,14 @@ import (
 	"github.com/miekg/dns"
 )
 
-// listenTries bounds the attempts to find a port free for the resolver on
-// both UDP and TCP.
-const listenTries = 8
+const (
+	// listenTries bounds the attempts to find a port free for the resolver
+	// on both UDP and TCP.
+	listenTries = 8
+	// maxDNSConns caps the sandbox's concurrent DNS-over-TCP connections:
+	// a resolver needs one or two, and each costs the host an fd.
+	maxDNSConns = 16
+)
 
 // Gateway is one sandbox's proxy and resolver, listening on the host end of
 // its link.
@@ -118,7 +123,7 @@ func (g *Gateway) Start(cfg Config) {
 	res := newResolver(g.run)
 	g.servers = []*dns.Server{
 		{PacketConn: g.dnsUDP, Handler: res},
-		{Listener: g.dnsTCP, Handler: res},
+		{Listener: &limitListener{Listener: g.dnsTCP, sem: make(chan struct{}, maxDNSConns)}, Handler: res},
 	}
 	for _, srv := range g.servers {
 		g.serveDNS(srv)
@@ -180,4 +185,39 @@ func (g *Gateway) Report() Report {
 		return Report{}
 	}
 	return r.report()
+}
+
+// limitListener closes the connections accepted past the capacity of sem
+// until some of those open close.
+type limitListener struct {
+	net.Listener
+	sem chan struct{}
+}
+
+// Accept returns the next connection within the limit.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.sem <- struct{}{}:
+			return &limitConn{Conn: c, sem: l.sem}, nil
+		default:
+			c.Close()
+		}
+	}
+}
+
+// limitConn frees its place in a limitListener when closed.
+type limitConn struct {
+	net.Conn
+	sem  chan struct{}
+	once sync.Once
+}
+
+func (c *limitConn) Close() error {
+	c.once.Do(func() { <-c.sem })
+	return c.Conn.Close()
 }

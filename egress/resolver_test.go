@@ -227,3 +227,35 @@ func TestRateLimit(t *testing.T) {
 		t.Error("a second later: allow = false, want true")
 	}
 }
+
+func TestResolverTCPConnectionCap(t *testing.T) {
+	g, _ := resolverGateway(t, map[string][]string{"api.example.com": {"203.0.113.10"}}, "api.example.com")
+	addr := netip.AddrPortFrom(loopback, g.DNSPort()).String()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range maxDNSConns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("api.example.com.", dns.TypeA)
+	client := &dns.Client{Net: "tcp", Timeout: time.Second}
+	if _, _, err := client.Exchange(m, addr); err == nil {
+		t.Errorf("a query over TCP past %d connections was answered, want it refused", maxDNSConns)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	waitFor(t, "a TCP answer once connections closed", func() bool {
+		resp, _, err := client.Exchange(m, addr)
+		return err == nil && resp.Rcode == dns.RcodeSuccess
+	})
+}
