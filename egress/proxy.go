@@ -1,0 +1,480 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// idleTimeout closes a connection with no traffic either way.
+	idleTimeout = 5 * time.Minute
+	// peekTimeout bounds the wait for a connection's first bytes (its TLS
+	// ClientHello or HTTP request line).
+	peekTimeout = 10 * time.Second
+	// maxPeek caps the bytes read to find a connection's name, all of them
+	// replayed upstream.
+	maxPeek = 16 << 10
+	// dialTimeout bounds a connection upstream.
+	dialTimeout = 10 * time.Second
+	// acceptBackoff is the pause after a failed accept (out of fds).
+	acceptBackoff = 50 * time.Millisecond
+)
+
+// proxy is a sandbox's TCP proxy: transparent for the connections nftables
+// redirects to it, an HTTP proxy for those that name it (HTTP_PROXY).
+type proxy struct {
+	run *run
+	// self is the proxy's listening address: a connection whose original
+	// destination it is used the proxy explicitly.
+	self    netip.AddrPort
+	origDst func(net.Conn) (netip.AddrPort, error)
+	idle    time.Duration
+	peek    time.Duration
+	wg      *sync.WaitGroup
+}
+
+// serve accepts connections until ln is closed.
+func (p *proxy) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(acceptBackoff)
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.handle(c)
+		}()
+	}
+}
+
+// handle serves one connection from the sandbox.
+func (p *proxy) handle(c net.Conn) {
+	dst, err := p.origDst(c)
+	if err != nil {
+		reset(c)
+		return
+	}
+	dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+	if reason := p.run.open(c, dst.String()); reason != "" {
+		reset(c)
+		return
+	}
+	defer p.run.done(c)
+	if dst == p.self {
+		p.explicit(c)
+		c.Close()
+		return
+	}
+	p.transparent(c, dst)
+}
+
+// reset closes c with a TCP RST where it can: a refused connection fails at
+// once rather than look like an empty answer.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// transparent serves a connection redirected from dst: it reads the name
+// the program asked for (TLS SNI, HTTP Host), decides, and splices the
+// connection to dst, or forwards it request by request if it speaks HTTP.
+func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
+	if dst.Addr() == p.self.Addr() {
+		p.run.deny(dst.String(), "boxer's gateway")
+		reset(c)
+		return
+	}
+	name, kind, peeked, reason := p.sniff(c)
+	if reason == "" {
+		reason = p.decide(dst, name)
+	}
+	if reason != "" {
+		p.run.deny(transparentDest(dst, name, reason), reason)
+		reset(c)
+		return
+	}
+	if kind == kindHTTP {
+		p.transparentHTTP(c, dst, peeked)
+		c.Close()
+		return
+	}
+	up, err := p.dialAddr(p.run.ctx, dst)
+	if err != nil {
+		reset(c)
+		return
+	}
+	p.splice(c, up, peeked)
+}
+
+// transparentDest names a refused transparent destination: the name asked
+// for and its port when there is one, the address too when it is the cause.
+func transparentDest(dst netip.AddrPort, name, reason string) string {
+	if name == "" {
+		return dst.String()
+	}
+	dest := net.JoinHostPort(name, strconv.Itoa(int(dst.Port())))
+	if reason == reasonNotResolved {
+		dest += " (" + dst.Addr().String() + ")"
+	}
+	return dest
+}
+
+// The reasons of transparent refusals that tests and users match on.
+const (
+	reasonNameNotAllowed = "name not allowed"
+	reasonNotResolved    = "address was not resolved for name"
+	reasonNotFromName    = "address not obtained from an allowed name"
+)
+
+// decide returns why the sandbox may not reach dst having asked for name
+// ("" when it did not name one), or "" if it may.
+func (p *proxy) decide(dst netip.AddrPort, name string) string {
+	ip, port := dst.Addr(), dst.Port()
+	policy := p.run.cfg.Policy
+	if reason := hardBlocked(ip, p.run.local); reason != "" {
+		return reason
+	}
+	if policy.AddrAllowed(ip, port) {
+		return ""
+	}
+	if name != "" {
+		switch {
+		case !policy.NameKnown(name):
+			return reasonNameNotAllowed
+		case !policy.NameAllowed(name, port):
+			return fmt.Sprintf("port %d not allowed for name", port)
+		case !p.run.resolvedFor(name, ip):
+			return reasonNotResolved
+		}
+	} else if !p.run.resolvedForPort(ip, port) {
+		return reasonNotFromName
+	}
+	return Blocked(ip)
+}
+
+// dialAddr connects to dst through the run's dialer, never resolving a
+// name, and tracks the connection.
+func (p *proxy) dialAddr(ctx context.Context, dst netip.AddrPort) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	up, err := p.run.dial(ctx, "tcp", dst.String())
+	if err != nil {
+		return nil, err
+	}
+	return p.upstream(up, dst.String())
+}
+
+// upstream tracks and counts a connection to dest, or closes it when the
+// run takes no more connections.
+func (p *proxy) upstream(up net.Conn, dest string) (net.Conn, error) {
+	cc := &countedConn{Conn: up, run: p.run, dest: dest}
+	if !p.run.track(cc) {
+		up.Close()
+		return nil, errors.New("the sandbox's network is closed or over its quota")
+	}
+	return cc, nil
+}
+
+// splice copies between the sandbox's connection c and up, replaying the
+// peeked bytes first, until both sides are done, an error, or neither has
+// sent anything for the idle timeout. It closes both.
+func (p *proxy) splice(c, up net.Conn, peeked []byte) {
+	defer c.Close()
+	defer up.Close()
+	if len(peeked) > 0 {
+		if _, err := up.Write(peeked); err != nil {
+			return
+		}
+	}
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(done)
+		p.copy(up, c, &last)
+	}()
+	p.copy(c, up, &last)
+	<-done
+}
+
+// copy copies src to dst until src ends, then half-closes dst. On an error
+// or the idle timeout it closes both, which ends the other direction too.
+func (p *proxy) copy(dst, src net.Conn, last *atomic.Int64) {
+	buf := make([]byte, 32<<10)
+	for {
+		src.SetReadDeadline(time.Unix(0, last.Load()).Add(p.idle))
+		n, err := src.Read(buf)
+		if n > 0 {
+			now := time.Now()
+			last.Store(now.UnixNano())
+			dst.SetWriteDeadline(now.Add(p.idle))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+				return
+			}
+			break
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < p.idle {
+			continue
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+}
+
+// countedConn counts a destination's bytes against the run's quota and
+// stops being tracked when closed.
+type countedConn struct {
+	net.Conn
+	run  *run
+	dest string
+	once sync.Once
+}
+
+func (c *countedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.run.count(c.dest, n, 0)
+	}
+	return n, err
+}
+
+func (c *countedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.run.count(c.dest, 0, n)
+	}
+	return n, err
+}
+
+// CloseWrite half-closes the connection when it can.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.run.untrack(c) })
+	return c.Conn.Close()
+}
+
+// sniff reads the first bytes of a transparent connection and returns the
+// name they ask for (TLS SNI or HTTP Host; "" if none), what they are
+// (kindTLS, kindHTTP, kindOther) and the bytes read. reason is set when
+// the bytes claim a name that cannot be read: without it, a slow or broken
+// ClientHello would pass unchecked.
+func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason string) {
+	c.SetReadDeadline(time.Now().Add(p.peek))
+	defer c.SetReadDeadline(time.Time{})
+	rec := &recorder{Conn: c}
+	kind = rec.kind()
+	rec.rewind()
+	switch kind {
+	case kindTLS:
+		name, reason = sniffTLS(rec)
+		name = hostName(name)
+	case kindHTTP:
+		var req *http.Request
+		if req, reason = sniffHTTP(rec); req != nil {
+			name = hostName(req.Host)
+		}
+	}
+	return name, kind, rec.buf, reason
+}
+
+// hostName returns the name of a Host header or an SNI, lower-case and
+// without its port; "" for an address, which is no name: the destination
+// address decides alone.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return ""
+	}
+	return normalName(host)
+}
+
+// The kinds of first bytes a transparent connection may send.
+const (
+	kindOther = iota
+	kindTLS
+	kindHTTP
+)
+
+// httpMethods are the request methods that mark an HTTP/1 connection.
+var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+// kind reads as little as tells what the connection speaks: a TLS record,
+// an HTTP request line (after blank lines, which servers skip), or other.
+// A prefix of a method cut short by the deadline counts as HTTP, so that
+// its parse fails rather than it pass as another protocol.
+func (r *recorder) kind() int {
+	var b [1]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			if len(r.buf) > 0 && couldBeMethod(r.buf) {
+				return kindHTTP
+			}
+			return kindOther
+		}
+		if len(r.buf) == 1 && b[0] == 0x16 {
+			return kindTLS
+		}
+		line := strings.TrimLeft(string(r.buf), "\r\n")
+		if line == "" {
+			continue
+		}
+		if method, _, ok := strings.Cut(line, " "); ok {
+			if isMethod(method) {
+				return kindHTTP
+			}
+			return kindOther
+		}
+		if !couldBeMethod(r.buf) {
+			return kindOther
+		}
+	}
+}
+
+// couldBeMethod reports whether b (less blank lines) starts a request line.
+func couldBeMethod(b []byte) bool {
+	s := strings.TrimLeft(string(b), "\r\n")
+	for _, m := range httpMethods {
+		if strings.HasPrefix(m, s) || strings.HasPrefix(s, m+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func isMethod(s string) bool {
+	for _, m := range httpMethods {
+		if s == m {
+			return true
+		}
+	}
+	return false
+}
+
+// errSniffed aborts the handshake sniffTLS starts once it has the hello.
+var errSniffed = errors.New("client hello read")
+
+// sniffTLS returns the server name of the ClientHello that rec holds, ""
+// if it names none; reason is set when rec holds no readable ClientHello.
+func sniffTLS(rec *recorder) (name, reason string) {
+	var hello *tls.ClientHelloInfo
+	srv := tls.Server(rec, &tls.Config{
+		GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+			hello = h
+			return nil, errSniffed
+		},
+	})
+	srv.Handshake()
+	if hello == nil {
+		return "", "unreadable TLS ClientHello"
+	}
+	return hello.ServerName, ""
+}
+
+// sniffHTTP returns the HTTP request whose header rec holds; reason is set
+// when rec holds no readable request.
+func sniffHTTP(rec *recorder) (*http.Request, string) {
+	req, err := http.ReadRequest(bufio.NewReader(&skipBlankLines{r: rec}))
+	if err != nil {
+		return nil, "unreadable HTTP request"
+	}
+	return req, ""
+}
+
+// skipBlankLines reads past the blank lines before a request line, which
+// http.ReadRequest refuses and servers skip.
+type skipBlankLines struct {
+	r     io.Reader
+	found bool
+}
+
+func (s *skipBlankLines) Read(b []byte) (int, error) {
+	if s.found {
+		return s.r.Read(b)
+	}
+	for {
+		n, err := s.r.Read(b)
+		i := 0
+		for i < n && (b[i] == '\r' || b[i] == '\n') {
+			i++
+		}
+		if i < n {
+			s.found = true
+			return copy(b, b[i:n]), err
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// recorder reads a connection and keeps what it read (up to maxPeek) so
+// that it can be read again (rewind) and replayed upstream. Writes are
+// dropped: sniffTLS's handshake answers nothing.
+type recorder struct {
+	net.Conn
+	buf []byte
+	pos int
+}
+
+func (r *recorder) Read(b []byte) (int, error) {
+	if r.pos < len(r.buf) {
+		n := copy(b, r.buf[r.pos:])
+		r.pos += n
+		return n, nil
+	}
+	room := maxPeek - len(r.buf)
+	if room <= 0 {
+		return 0, errors.New("first bytes larger than 16 KiB")
+	}
+	if len(b) > room {
+		b = b[:room]
+	}
+	n, err := r.Conn.Read(b)
+	r.buf = append(r.buf, b[:n]...)
+	r.pos = len(r.buf)
+	return n, err
+}
+
+func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
+
+// rewind makes the next Read start again at the first byte.
+func (r *recorder) rewind() { r.pos = 0 }
