@@ -31,9 +31,10 @@ type Dialer func(ctx context.Context, network, address string) (net.Conn, error)
 // Config is what a sandbox's gateway enforces.
 type Config struct {
 	Policy Policy
-	// MaxBytes caps bytes in + out over all of the run's connections.
+	// MaxBytes caps bytes in + out over all of the run's connections;
+	// 0 is no cap (the runner always sets one).
 	MaxBytes int64
-	// MaxConns caps the run's concurrent connections.
+	// MaxConns caps the run's concurrent connections; 0 is no cap.
 	MaxConns int
 	// UpstreamDNS is the resolver allowed names are asked of (host:port).
 	UpstreamDNS string
