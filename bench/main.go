@@ -161,6 +161,10 @@ func run(n, rssRuns int, boxerBin string) error {
 	}
 	cs = append(cs, &contender{name: "boxer run", once: command(func(int) *exec.Cmd {
 		return exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
+	})}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
+		// The cost of a link out (namespace, veth, rules, proxy and
+		// resolver), with a destination the program does not use.
+		return exec.Command(boxerBin, "--address", address, "run", "--allow-host", benchHost, "--lang", "python", "-c", "print(1)")
 	})})
 	if runscErr == nil {
 		wrapper, err := runscWrapper(boxerBin, address)
@@ -205,7 +209,7 @@ func run(n, rssRuns int, boxerBin string) error {
 	// boxer serve: warm and cold, one request at a time back to back, one
 	// request every half second (an agent's pace), and four clients.
 	var serve []row
-	pools := []string{"python", ""}
+	pools := []string{"python", "python:net", ""}
 	if runscErr == nil {
 		pools = append(pools, "python:runsc")
 	}
@@ -257,8 +261,16 @@ func run(n, rssRuns int, boxerBin string) error {
 			fmt.Printf("%s at four workers, first failure: %s\n", c.name, c.failure)
 		}
 	}
+	var boxerRun time.Duration
+	for _, c := range cs {
+		if c.name == "boxer run" {
+			boxerRun = median(c.times)
+		}
+	}
 	for _, c := range cs {
 		switch c.name {
+		case "boxer run, network allowlist":
+			fmt.Printf("boxer run, network allowlist / boxer run = %.2f (target <= 1.15)\n", float64(median(c.times))/float64(boxerRun))
 		case "boxer run":
 			fmt.Printf("boxer run / runc run = %.2f (target <= 1.2)\n", float64(median(c.times))/float64(base))
 		case "boxer run, runsc":
@@ -268,7 +280,14 @@ func run(n, rssRuns int, boxerBin string) error {
 		}
 	}
 	py := median(cs[0].times)
+	serveTimes := map[string]time.Duration{}
 	for _, r := range serve {
+		serveTimes[r.name] = median(r.times)
+	}
+	for _, r := range serve {
+		if plain, ok := strings.CutPrefix(r.name, "boxer serve, warm, network allowlist"); ok && serveTimes["boxer serve, warm"+plain] > 0 {
+			fmt.Printf("%s / boxer serve, warm%s = %.2f (target <= 1.15)\n", r.name, plain, float64(median(r.times))/float64(serveTimes["boxer serve, warm"+plain]))
+		}
 		switch r.name {
 		case "boxer serve, warm, every 0.5 s":
 			fmt.Printf("boxer serve warm at an agent's pace / host python = %.2f (target <= 2)\n", float64(median(r.times))/float64(py))
@@ -335,7 +354,13 @@ type server struct {
 	cmd     *exec.Cmd
 	url     string
 	runtime string
+	// net: its requests ask for egress (allow_hosts).
+	net bool
 }
+
+// benchHost is the allowlist of the network rows: the runs make no
+// connection, so they measure what a link out costs.
+const benchHost = "pypi.org"
 
 func startServer(boxerBin, address string, args ...string) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -369,10 +394,14 @@ func (s *server) stop() {
 }
 
 func (s *server) post(int) error {
-	body := `{"lang":"python","code":"print(1)"}`
+	body := `{"lang":"python","code":"print(1)"`
 	if s.runtime != "" {
-		body = `{"lang":"python","code":"print(1)","runtime":"` + s.runtime + `"}`
+		body += `,"runtime":"` + s.runtime + `"`
 	}
+	if s.net {
+		body += `,"allow_hosts":["` + benchHost + `"]`
+	}
+	body += "}"
 	resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(body))
 	if err != nil {
 		return err
@@ -388,18 +417,25 @@ func (s *server) post(int) error {
 // benchServe measures POST /v1/runs on a server with pre-created sandboxes
 // (warm: "python" or "python:runsc") or without (warm: "", runtime runc).
 func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
-	s, err := startServer(boxerBin, address, "--warm", warm)
+	args := []string{"--warm", warm}
+	kind, runtime, net := "warm", "", false
+	if warm == "" {
+		kind = "cold"
+	}
+	for _, p := range strings.Split(warm, ":")[1:] {
+		if p == "net" {
+			net, kind = true, kind+", network allowlist"
+			args = append(args, "--allow-host", benchHost)
+		} else {
+			runtime, kind = p, kind+", "+p
+		}
+	}
+	s, err := startServer(boxerBin, address, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
-	kind := "warm"
-	if warm == "" {
-		kind = "cold"
-	}
-	if _, rt, ok := strings.Cut(warm, ":"); ok {
-		s.runtime, kind = rt, "warm, "+rt
-	}
+	s.runtime, s.net = runtime, net
 	if err := s.post(0); err != nil {
 		return nil, err
 	}
