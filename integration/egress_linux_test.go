@@ -2,8 +2,9 @@ package integration
 
 import (
 	"encoding/json"
-	"os/exec"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/boxer-dev/boxer/internal/fakenet"
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // The fake internet every egress test talks to, started once: boxer's
@@ -35,6 +37,13 @@ func internet(t *testing.T) *fakenet.Net {
 		if netErr == nil {
 			fakeNet, netErr = fakenet.Start(netDir)
 		}
+		if netErr == nil {
+			// A guard for the tests' own sake: should the sandbox's rules
+			// ever fail, the host drops what is meant for the fake
+			// internet instead of forwarding it out (ip_forward may be 1).
+			netErr = netlink.RouteAdd(&netlink.Route{Dst: fakeRange, Type: unix.RTN_BLACKHOLE})
+			routeAdded = netErr == nil
+		}
 	})
 	if netErr != nil {
 		t.Fatalf("starting the fake internet: %v", netErr)
@@ -42,8 +51,16 @@ func internet(t *testing.T) *fakenet.Net {
 	return fakeNet
 }
 
+// fakeRange is the fake internet's documentation range.
+var fakeRange = &net.IPNet{IP: net.IPv4(203, 0, 113, 0), Mask: net.CIDRMask(24, 32)}
+
+var routeAdded bool
+
 // stopInternet stops the fake internet, if it was started (TestMain).
 func stopInternet() {
+	if routeAdded {
+		_ = netlink.RouteDel(&netlink.Route{Dst: fakeRange, Type: unix.RTN_BLACKHOLE})
+	}
 	if fakeNet != nil {
 		_ = fakeNet.Close()
 	}
