@@ -20,7 +20,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -616,90 +615,4 @@ func mounted(t *testing.T, path string) bool {
 		}
 	}
 	return false
-}
-
-// TestPackageManagers installs the packages with the host's pip and npm,
-// run inside the namespace with a resolv.conf that names its DNS server
-// (bind-mounted in a private mount namespace, so the host's is untouched).
-func TestPackageManagers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs pip and npm")
-	}
-	for _, tool := range []string{"nsenter", "unshare", "mount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found", tool)
-		}
-	}
-	n := start(t)
-	tmp := t.TempDir()
-	resolv := filepath.Join(tmp, "resolv.conf")
-	if err := os.WriteFile(resolv, []byte("nameserver "+DNSAddr+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	inNet := func(t *testing.T, dir string, env []string, args ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		argv := append([]string{"--net=" + n.Netns, "unshare", "--mount", "--propagation", "private",
-			"sh", "-c", `mount --bind "$FAKENET_RESOLV" /etc/resolv.conf && exec "$@"`, "sh"}, args...)
-		cmd := exec.CommandContext(ctx, "nsenter", argv...)
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "FAKENET_RESOLV="+resolv), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-
-	t.Run("pip", func(t *testing.T) {
-		python, err := exec.LookPath("python3")
-		if err != nil {
-			t.Skip("python3 not found")
-		}
-		if err := exec.Command(python, "-m", "pip", "--version").Run(); err != nil {
-			t.Skip("pip not found")
-		}
-		target := filepath.Join(t.TempDir(), "site")
-		// The host's pip configuration (a config file, find-links) is not
-		// the sandbox's: leave it out.
-		env := append(n.TrustEnv(n.CAFile), "PIP_CONFIG_FILE="+os.DevNull, "PIP_FIND_LINKS=",
-			"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_CACHE_DIR=1")
-		inNet(t, tmp, env, python, "-m", "pip", "install", "--index-url", "https://pypi.test/simple", "--target", target, PyPIPackage)
-		if got := n.Hits(hostPort(PyPIAddr, HTTPSPort)); got == 0 {
-			t.Errorf("Hits(pypi.test:443) = 0 after pip install, want some")
-		}
-		out, err := exec.Command(python, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import boxertest; print(boxertest.VALUE)", target).CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != "42" {
-			t.Errorf("import boxertest: %v %q, want 42", err, out)
-		}
-	})
-
-	t.Run("npm", func(t *testing.T) {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			t.Skip("npm not found")
-		}
-		node, err := exec.LookPath("node")
-		if err != nil {
-			t.Skip("node not found")
-		}
-		home := t.TempDir()
-		// The host's npmrc may name a cafile, which replaces Node's CAs
-		// and with them NODE_EXTRA_CA_CERTS: leave it out. No retries, so
-		// a failure shows at once rather than after a minute of backoff.
-		env := append(n.TrustEnv(n.CAFile), "HOME="+home, "npm_config_globalconfig="+filepath.Join(home, "no-globalconfig"),
-			"npm_config_cache="+filepath.Join(home, "cache"),
-			"npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_fetch_retries=0")
-		inNet(t, home, env, npm, "install", "--registry", "https://npm.test/", NPMPackage)
-		if got := n.Hits(hostPort(NPMAddr, HTTPSPort)); got == 0 {
-			t.Errorf("Hits(npm.test:443) = 0 after npm install, want some")
-		}
-		cmd := exec.Command(node, "-e", `console.log(require("boxer-test-pkg"))`)
-		cmd.Dir = home
-		out, err := cmd.CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != "42" {
-			t.Errorf("require boxer-test-pkg: %v %q, want 42", err, out)
-		}
-	})
 }
