@@ -378,6 +378,7 @@ func TestServeEgressPolicy(t *testing.T) {
 			t.Errorf("with egress: %d %s", code, body)
 		}
 		code, _, body = s.post(t, `{"lang":"python","code":"`+probe+`"}`)
+		res = result{}
 		if err := json.Unmarshal(body, &res); err != nil || code != 200 || res.Stdout != "no network gaierror\nFalse\n" || res.Network != nil {
 			t.Errorf("without egress: %d %s", code, body)
 		}
