@@ -1,6 +1,6 @@
 # group: egress
 # tries: reach a host service bound to 0.0.0.0 through the host's own address
-# expect: closed
+# expect: refused
 # flags: --allow-host web.test --env HOST_PORT={{ANY_PORT}} --env HOST_IP={{HOST_IP}}
 import errno, os, socket
 def err(e):
@@ -13,11 +13,13 @@ def attempt(host, port, timeout=5):
         s.connect((host, port))
         s.sendall(b"GET / HTTP/1.0\r\nHost: web.test\r\n\r\n")
         data = s.recv(64)
-        return "reached " + repr(data[:24]) if data else "closed"
+        return "reached " + repr(data[:24]) if data else "refused"
     except socket.timeout:
         return "timeout"
     except OSError as e:
-        return err(e)
+        # The proxy resets what it refuses: the program sees a reset (or a
+        # broken pipe, if it was still sending).
+        return "refused" if e.errno in (errno.ECONNRESET, errno.EPIPE) else err(e)
     finally:
         s.close()
 def resolve(name):
