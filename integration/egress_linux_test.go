@@ -284,6 +284,22 @@ func TestEgressBadInput(t *testing.T) {
 	if r.code != 125 || !strings.Contains(r.stderr, "egress range") {
 		t.Errorf("bad --net-range: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A range that clashes with a route of the host's is refused, naming it.
+	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	must(t, err)
+	for _, rt := range routes {
+		if rt.Dst == nil || strings.HasPrefix(rt.Dst.String(), "127.") {
+			continue
+		}
+		if ones, _ := rt.Dst.Mask.Size(); ones < 8 || ones > 28 {
+			continue
+		}
+		r := boxer(t, nil, "--net-range", rt.Dst.String(), "run", "--allow-host", "web.test", "--lang", "python", "-c", "print(1)")
+		if r.code != 125 || !strings.Contains(r.stderr, "overlaps the host's route to "+rt.Dst.String()) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("--net-range %s (a host route): exit %d, stderr %q", rt.Dst, r.code, r.stderr)
+		}
+		break
+	}
 	assertClean(t)
 }
 
