@@ -22,11 +22,6 @@ def attempt(host, port, timeout=5):
         return "refused" if e.errno in (errno.ECONNRESET, errno.EPIPE) else err(e)
     finally:
         s.close()
-def resolve(name):
-    try:
-        return socket.gethostbyname(name)
-    except socket.gaierror:
-        return "NXDOMAIN"
 def gateway():
     for line in open("/etc/resolv.conf"):
         if line.startswith("nameserver"):
