@@ -294,10 +294,13 @@ func checkRange(rng netip.Prefix) error {
 		if !ok || p.Bits() == 0 || !p.Overlaps(rng) {
 			continue
 		}
-		name := "?"
-		if link, err := netlink.LinkByIndex(rt.LinkIndex); err == nil {
-			name = link.Attrs().Name
+		link, err := netlink.LinkByIndex(rt.LinkIndex)
+		if err != nil {
+			// Its interface is gone (a sandbox's link being removed
+			// meanwhile): so is the route.
+			continue
 		}
+		name := link.Attrs().Name
 		if strings.HasPrefix(name, hostIfPrefix) {
 			continue
 		}
