@@ -243,9 +243,13 @@ func lineWith(s, prefix string) string {
 
 // hostService serves a secret on the host's 127.0.0.1 until the test ends
 // and returns its port: a sandbox must not reach it.
-func hostService(t *testing.T) int {
+func hostService(t *testing.T) int { return secretService(t, "tcp", "127.0.0.1:0") }
+
+// secretService listens on addr and answers every connection with a
+// secret line; it returns the port.
+func secretService(t *testing.T, network, addr string) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,25 +269,7 @@ func hostService(t *testing.T) int {
 
 // hostServiceAny is a service on every address of the host (0.0.0.0),
 // which only the egress rules keep a sandbox from.
-func hostServiceAny(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host secret\n"))
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func hostServiceAny(t *testing.T) int { return secretService(t, "tcp4", "0.0.0.0:0") }
 
 // hostAddress is one of the host's own IPv4 addresses other than loopback
 // and boxer's links.

@@ -43,6 +43,7 @@ func loadHostile(t *testing.T) []hostile {
 			t.Fatal(err)
 		}
 		h := hostile{name: strings.TrimSuffix(filepath.Base(f), ".py"), expect: map[string]string{}, code: string(data)}
+		prelude := ""
 		sc := bufio.NewScanner(strings.NewReader(h.code))
 		for sc.Scan() {
 			k, v, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "# "), ": ")
@@ -64,8 +65,16 @@ func loadHostile(t *testing.T) []hostile {
 				h.expect[strings.TrimPrefix(k, "expect-")] = v
 			case "flags":
 				h.flags = strings.Fields(v)
+			case "uses":
+				// A shared prelude (hostile/lib/NAME.py) goes in front.
+				lib, err := os.ReadFile(filepath.Join("hostile", "lib", v+".py"))
+				if err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				prelude = string(lib)
 			}
 		}
+		h.code = prelude + h.code
 		if h.group == "" || h.tries == "" || len(h.expect) != len(runtimes) {
 			t.Fatalf("%s: needs group, tries and expect headers", f)
 		}

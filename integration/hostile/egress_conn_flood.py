@@ -2,7 +2,7 @@
 # tries: hold 200 connections open at once to an allowed port (the cap is 64)
 # expect: capped
 # flags: --allow-host web.test:7000 --pids 256
-import errno, os, socket
+# uses: net
 import resource
 conns, dead = [], 0
 for i in range(200):

@@ -3,9 +3,7 @@
 # expect-runc: EADDRNOTAVAIL
 # expect-runsc: ENETUNREACH
 # flags: --allow-host v6.test:80
-import errno, os, socket
-def err(e):
-    return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else type(e).__name__
+# uses: net
 s = socket.socket(socket.AF_INET6)
 s.settimeout(5)
 try:

@@ -2,12 +2,7 @@
 # tries: resolve a name off the allowlist (other.test), and ask the proxy for it with CONNECT
 # expect: NXDOMAIN 403
 # flags: --allow-host web.test
-import errno, os, socket
-def resolve(name):
-    try:
-        return socket.gethostbyname(name)
-    except socket.gaierror:
-        return "NXDOMAIN"
+# uses: net
 proxy = os.environ["HTTPS_PROXY"].split("//")[1]
 host, port = proxy.rsplit(":", 1)
 s = socket.create_connection((host, int(port)), timeout=5)

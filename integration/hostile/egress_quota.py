@@ -2,7 +2,7 @@
 # tries: move more than --net-bytes (64KiB) through an allowed echo port
 # expect: cut
 # flags: --allow-host web.test:7000 --net-bytes 64k
-import errno, os, socket
+# uses: net
 s = socket.create_connection(("web.test", 7000), timeout=5)
 sent = got = 0
 try:

@@ -2,7 +2,7 @@
 # tries: TLS to an address never resolved (other.test's) with an allowed SNI (web.test)
 # expect: refused
 # flags: --allow-host web.test
-import errno, os, socket
+# uses: net
 import ssl
 ctx = ssl.create_default_context()
 ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE

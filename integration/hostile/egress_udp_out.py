@@ -2,9 +2,7 @@
 # tries: send UDP to a host on the fake internet (not DNS), and DNS straight to the upstream resolver
 # expect: ECONNREFUSED NXDOMAIN
 # flags: --allow-host web.test
-import errno, os, socket
-def err(e):
-    return errno.errorcode.get(e.errno, str(e.errno)) if getattr(e, "errno", None) else type(e).__name__
+# uses: net
 u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 u.settimeout(3)
 u.connect(("203.0.113.10", 9999))
