@@ -7,7 +7,7 @@ import (
 )
 
 // TestPackageDirection keeps imports pointing one way: cmd → server →
-// runner → oci, snapshots, seccomp, cgroups, daemon, egress, reaper (→ cgroups). Nothing below runner
+// runner → oci, snapshots, seccomp, cgroups, daemon, egress, secrets, reaper (→ cgroups). Nothing below runner
 // imports runner, nothing below server imports server, and no library
 // package imports cmd.
 func TestPackageDirection(t *testing.T) {
@@ -19,7 +19,8 @@ func TestPackageDirection(t *testing.T) {
 		"snapshots": {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "daemon", "reaper"},
 		"daemon":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "reaper"},
 		"reaper":    {"runner", "cmd", "server", "oci", "seccomp", "snapshots", "daemon"},
-		"egress":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper"},
+		"egress":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets"},
+		"secrets":   {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress"},
 		"runner":    {"cmd", "server"},
 		"server":    {"cmd"},
 	}
@@ -47,7 +48,7 @@ func TestNonLinuxBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
 	}
-	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./runner/", "./server/"}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./runner/", "./server/"}
 	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
 	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -69,11 +69,15 @@ func MakeRunDir(runs, id string) (string, error) {
 // WorkspaceDir is where a run directory's workspace (a tmpfs) is mounted.
 func WorkspaceDir(runDir string) string { return filepath.Join(runDir, "workspace") }
 
-// RemoveRunDir unmounts a run directory's workspace and network
+// RunMountDir is where a run directory's /run (a tmpfs holding the run's
+// secrets) is mounted.
+func RunMountDir(runDir string) string { return filepath.Join(runDir, "run") }
+
+// RemoveRunDir unmounts a run directory's workspace, secrets and network
 // namespace, if any, and removes the directory; it never removes through a
 // mount.
 func RemoveRunDir(dir string) error {
-	for _, m := range []string{WorkspaceDir(dir), filepath.Join(dir, "netns")} {
+	for _, m := range []string{WorkspaceDir(dir), RunMountDir(dir), filepath.Join(dir, "netns")} {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("unmounting %s: %w", m, err)
 		}

@@ -64,7 +64,10 @@ func (sb *sandbox) startLink(d delivery) error {
 			return err
 		}
 	}
-	sb.link.Start(egress.Config{Policy: policy, MaxBytes: d.NetBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: sb.r.egress.dial})
+	sb.link.Start(egress.Config{
+		Policy: policy, MaxBytes: d.NetBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: sb.r.egress.dial,
+		Inject: sb.injections, CA: sb.ca,
+	})
 	return nil
 }
 

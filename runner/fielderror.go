@@ -27,6 +27,7 @@ const (
 	FieldNetwork     = "network"
 	FieldAllowHosts  = "allow_hosts"
 	FieldNetBytes    = "net_bytes"
+	FieldSecrets     = "secrets"
 	FieldSeccomp     = "seccomp_profile"
 	FieldFiles       = "files"
 	FieldCopyIn      = "copy_in"

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/secrets"
 )
 
 // Options say how a Runner reaches containerd.
@@ -23,6 +24,13 @@ type Options struct {
 	// Egress is the operator's setting of the way out of sandboxes that
 	// have network egress.
 	Egress EgressOptions
+	// Secrets are the values requests may name (Request.Secrets); nil
+	// holds none.
+	Secrets *secrets.Store
+	// Inject are the headers the proxy of a run with egress sets on HTTPS
+	// requests to their hosts, from secrets the sandbox never sees. A rule
+	// applies to a request that names every secret of its template.
+	Inject []secrets.Injection
 }
 
 // EgressOptions are the operator's settings of network egress.

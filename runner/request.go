@@ -71,6 +71,11 @@ type Request struct {
 	// NetBytes caps bytes in + out through boxer's proxy when AllowHosts
 	// is set.
 	NetBytes int64
+	// Secrets names the secrets of the runner's store the program gets,
+	// each "NAME" or "NAME,env": the file /run/secrets/NAME (and, with
+	// ",env", the variable NAME). A secret an injection rule of the runner
+	// uses is never delivered: its proxy sets the rule's header instead.
+	Secrets []string
 	// Seccomp replaces the default profile; nil keeps it.
 	Seccomp *specs.LinuxSeccomp
 
@@ -227,6 +232,9 @@ func (r Request) check() error {
 	}
 	if len(r.AllowHosts) > 0 && r.NetBytes < 1 {
 		return fieldErr(FieldNetBytes, "must be larger than 0")
+	}
+	if err := r.checkSecrets(); err != nil {
+		return err
 	}
 	if r.Seccomp != nil && len(r.Seccomp.Syscalls) == 0 {
 		return fieldErr(FieldSeccomp, "has no rules: boxer never runs without a seccomp filter")

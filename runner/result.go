@@ -58,7 +58,12 @@ type Result struct {
 	// Network is what a run with egress did on the network: its
 	// allowlist, connections, bytes and refused destinations.
 	Network *egress.Report `json:"network,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	// Secrets names the secrets delivered in /run/secrets; Injected the
+	// headers the proxy set from secrets the sandbox never saw. Never a
+	// value.
+	Secrets  []string         `json:"secrets,omitempty"`
+	Injected []InjectedHeader `json:"injected,omitempty"`
+	Error    string           `json:"error,omitempty"`
 }
 
 // MarshalJSON writes files_out as [] rather than leaving it out when

@@ -15,6 +15,7 @@ import (
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
@@ -41,6 +42,8 @@ type Runner struct {
 	reaper     *reaper.Reaper
 	egress     egressSetup
 	pool       *pool
+	secrets    *secrets.Store
+	inject     []secrets.Injection
 	cleanups   sync.WaitGroup
 }
 
@@ -70,6 +73,8 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		host:      hostFacts{Namespace: o.Namespace, NoFile: nofileLimit()},
 		owner:     reaper.Self(),
 		shim:      runcShim,
+		secrets:   o.Secrets,
+		inject:    o.Inject,
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
 		client.Close()
@@ -132,6 +137,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 		return res, err
 	}
 	res.Runtime, res.Image = req.Runtime, req.image()
+	if err := r.checkSecretsAvailable(req); err != nil {
+		return res, err
+	}
 	defer r.busy()()
 	sb, err := r.sandboxFor(ctx, res.ID, req)
 	if sb != nil {
@@ -228,6 +236,7 @@ func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
 		n := sb.link.Report()
 		res.Network = &n
 	}
+	res.Secrets, res.Injected = sb.plan.fileNames(), sb.plan.injectedHeaders()
 	var copyErr error
 	if d.CopyOut != "" && !e.facts.interrupted {
 		res.FilesOut, res.FilesSkipped, copyErr = copyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)

@@ -13,6 +13,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -77,15 +78,22 @@ type sandbox struct {
 	runDir string
 	dirs   sandboxDirs
 	// link is the sandbox's way out; nil without egress.
-	link      *egress.Link
-	limits    oci.Limits
-	container containerd.Container
-	task      containerd.Task
-	statusC   <-chan containerd.ExitStatus
-	stdout    *capped
-	stderr    *capped
-	stdin     *eofReader
-	stdinW    *io.PipeWriter
+	link *egress.Link
+	// plan is what the request's secrets become; ca and injections are
+	// the proxy's when it injects headers; masks hide the secrets' values
+	// in the output.
+	plan       secretPlan
+	ca         *egress.CA
+	injections []egress.Injection
+	masks      []*secrets.Masker
+	limits     oci.Limits
+	container  containerd.Container
+	task       containerd.Task
+	statusC    <-chan containerd.ExitStatus
+	stdout     *capped
+	stderr     *capped
+	stdin      *eofReader
+	stdinW     *io.PipeWriter
 	// gone is closed by destroy: goroutines of the run end with it.
 	gone    chan struct{}
 	started time.Time
@@ -135,6 +143,9 @@ func (sb *sandbox) prepare() error {
 	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
 		return err
 	}
+	if err := sb.prepareSecrets(); err != nil {
+		return err
+	}
 	if sb.req.egress() {
 		return sb.attachLink()
 	}
@@ -182,7 +193,8 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	pr, pw := io.Pipe()
 	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
 	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
-	sb.task, err = sb.container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(sb.stdin, sb.stdout, sb.stderr), cio.WithFIFODir(sb.runDir)))
+	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
+	sb.task, err = sb.container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(sb.stdin, stdout, stderr), cio.WithFIFODir(sb.runDir)))
 	if err != nil {
 		return &runtimeError{step: "starting sandbox", err: err}
 	}
@@ -324,7 +336,9 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
 	}
 	e.stats, e.facts.oomKills = stats, stats.OOMKills
-	return e, sb.drain(opCtx)
+	err = sb.drain(opCtx)
+	sb.flushMasks()
+	return e, err
 }
 
 // drain waits until the output is complete: the shim has copied the last of

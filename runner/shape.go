@@ -28,6 +28,9 @@ type Shape struct {
 	// Egress: the sandbox has a link out (its allowlist and quota are
 	// delivered): never the shape of a sandbox without network.
 	Egress bool
+	// Secrets are the request's secrets, sorted: they decide the
+	// sandbox's /run mount, variables and trust bundle.
+	Secrets string
 }
 
 // Shape returns the shape of a normalized request.
@@ -37,7 +40,7 @@ func (r Request) Shape() Shape {
 		Args: strings.Join(r.args(), "\x00"), Env: strings.Join(r.Env, "\x00"),
 		UID: r.UID, GID: r.GID,
 		MemoryBytes: r.MemoryBytes, CPUs: r.CPUs, Pids: r.Pids, TmpBytes: r.TmpBytes,
-		Egress: r.egress(),
+		Egress: r.egress(), Secrets: r.secretsShape(),
 	}
 	if r.Seccomp != nil {
 		data, _ := json.Marshal(r.Seccomp)

@@ -47,6 +47,7 @@ func TestShapeCoversRequest(t *testing.T) {
 		// which hosts it may reach, and how much, are delivered.
 		"AllowHosts": func(r *Request) { r.AllowHosts = []string{"b.example"} },
 		"NetBytes":   func(r *Request) { r.NetBytes = 1 << 20 },
+		"Secrets":    func(r *Request) { r.Secrets = []string{"API_KEY"} },
 	}
 	// Fields whose being set is shape but whose value is delivered: they
 	// change the shape only of a base where they were unset.

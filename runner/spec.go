@@ -34,6 +34,13 @@ type sandboxDirs struct {
 	Workspace string
 	// Net is the sandbox's link out; nil without egress.
 	Net *sandboxNet
+	// Run, a memory-backed directory on the host, is bound read-only at
+	// /run when the run has secrets (SecretsDir, TrustBundle).
+	Run string
+	// SecretEnv are the secrets the program gets as variables too.
+	SecretEnv []string
+	// Trust: point the program's clients at TrustBundle.
+	Trust bool
 }
 
 // sandboxNet is what a sandbox with egress gets of its link.
@@ -73,7 +80,14 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 			netEnv = append(netEnv, p.NetEnv...)
 		}
 	}
-	args, env := req.args(), buildEnv(imageEnv, presetEnv, netEnv, req.Env)
+	var trust []string
+	if dirs.Trust {
+		trust = trustEnv
+	}
+	args, env := req.args(), buildEnv(imageEnv, presetEnv, netEnv, trust, req.Env)
+	if len(dirs.SecretEnv) > 0 {
+		args = secretEnvScript(args, dirs.SecretEnv, env)
+	}
 	if gate {
 		args = gated(args, env)
 	}
@@ -101,6 +115,9 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if dirs.Code != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))
+	}
+	if dirs.Run != "" {
+		opts = append(opts, oci.WithReadonlyBind(dirs.Run, "/run"))
 	}
 	if dirs.Net != nil {
 		opts = append(opts, oci.WithNetworkNamespace(dirs.Net.Netns), oci.WithReadonlyBind(dirs.Net.ResolvConf, "/etc/resolv.conf"))

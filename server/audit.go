@@ -2,10 +2,12 @@ package server
 
 import (
 	"encoding/json"
-	"github.com/boxer-dev/boxer/egress"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/runner"
 )
 
 // auditEntry is one line of the audit log: who asked for what and how it
@@ -28,6 +30,10 @@ type auditEntry struct {
 	StderrTruncated bool              `json:"stderr_truncated,omitempty"`
 	// Network is a run with egress's network report.
 	Network *egress.Report `json:"network,omitempty"`
+	// Secrets names the secrets the request asked for; Injected the
+	// headers the proxy set. Never a value.
+	Secrets  []string                `json:"secrets,omitempty"`
+	Injected []runner.InjectedHeader `json:"injected,omitempty"`
 }
 
 // auditLog appends JSON Lines, one per request, safely from many handlers.

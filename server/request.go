@@ -38,6 +38,7 @@ type Input struct {
 	Runtime     string            `json:"runtime,omitempty" jsonschema:"OCI runtime: runc (default) or runsc (gVisor)"`
 	AllowHosts  []string          `json:"allow_hosts,omitempty" jsonschema:"open network egress to these destinations only: HOST[:PORT] (a DNS name, *.domain, an IP or a CIDR; port 443 unless given, or a list like 80,443); within the operator's allowlist; empty: no network"`
 	NetBytes    string            `json:"net_bytes,omitempty" jsonschema:"with allow_hosts: bytes in + out the run may move, like 5m"`
+	Secrets     []string          `json:"secrets,omitempty" jsonschema:"secrets the program gets by name, from those the server holds: NAME (the file /run/secrets/NAME) or NAME,env (and the variable NAME); a secret of the server's injection rules is set as a header by the proxy instead and never enters the sandbox. Never a value"`
 }
 
 // Request decodes rr into a runner request normalized within max: a
@@ -51,6 +52,7 @@ func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
 		Runtime:    rr.Runtime,
 		Network:    rr.Network,
 		AllowHosts: rr.AllowHosts,
+		Secrets:    rr.Secrets,
 	}
 	for k, v := range rr.Env {
 		req.Env = append(req.Env, k+"="+v)

@@ -220,7 +220,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	e.ExitCode = &res.ExitCode
 	e.QueueMs, e.RunMs = ms(queued), ms(elapsed)
 	e.StdoutTruncated, e.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
-	e.Network = res.Network
+	e.Network, e.Injected = res.Network, res.Injected
 	s.audit.write(e)
 	if code == 499 {
 		if s.stopCtx.Err() == nil || r.Context().Err() != nil {
@@ -314,6 +314,7 @@ func (s *Server) entry(r *http.Request, rr *RunRequest, code int, msg string) au
 	e := auditEntry{Time: time.Now().UTC(), Caller: caller(r), HTTPStatus: code, Error: msg}
 	if rr != nil {
 		e.Lang = rr.Lang
+		e.Secrets = rr.Secrets
 		e.Image = rr.Image
 		if rr.Code != "" || len(rr.Command) > 0 {
 			sum := sha256.Sum256([]byte(rr.Code + strings.Join(rr.Command, "\x00")))

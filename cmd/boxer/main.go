@@ -130,8 +130,8 @@ func oneLine(s string) string {
 
 // connect returns a Runner on the containerd the global flags select.
 // Commands that make sandboxes reap the leftovers of dead boxer processes.
-func connect(c *cli.Context, progress io.Writer, reap bool) (*runner.Runner, error) {
-	r, err := runner.New(c.Context, runner.Options{
+func connect(c *cli.Context, progress io.Writer, reap bool, more ...func(*runner.Options)) (*runner.Runner, error) {
+	o := runner.Options{
 		Address:   c.String("address"),
 		Namespace: c.String("namespace"),
 		Daemon:    daemon.FromEnv(),
@@ -142,7 +142,11 @@ func connect(c *cli.Context, progress io.Writer, reap bool) (*runner.Runner, err
 			UpstreamDNS: c.String("dns-upstream"),
 			Netns:       c.String("egress-netns"),
 		},
-	})
+	}
+	for _, f := range more {
+		f(&o)
+	}
+	r, err := runner.New(c.Context, o)
 	if err != nil {
 		return nil, fail("cannot reach containerd: %v (check 'boxer doctor')", err)
 	}

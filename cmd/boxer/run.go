@@ -26,7 +26,7 @@ func runCommand() *cli.Command {
 		Usage:        "run code in a fresh sandbox",
 		ArgsUsage:    "[-- COMMAND [ARG...]]",
 		OnUsageError: usageError,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "lang", Aliases: []string{"l"}, Usage: "language preset: " + strings.Join(runner.PresetNames(), ", ")},
 			&cli.StringFlag{Name: "code", Aliases: []string{"c"}, Usage: "the program's code"},
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the program's code from `FILE`"},
@@ -48,7 +48,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "user", Value: fmt.Sprintf("%d:%d", runner.DefaultUID, runner.DefaultGID), Usage: "`UID:GID` inside the sandbox"},
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "replace the default seccomp allowlist with an OCI or Docker JSON profile `FILE`"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON result object on stdout"},
-		},
+		}, runSecretFlags()...),
 		Action: runAction,
 	}
 }
@@ -74,7 +74,17 @@ func runAction(c *cli.Context) error {
 		}
 		req.Stdin = f
 	}
-	r, err := connect(c, os.Stderr, true)
+	// Secrets last: a secret manager is asked only for a request that
+	// is otherwise good.
+	set, err := loadSecrets(c)
+	if err != nil {
+		return err
+	}
+	if err := checkInjectHosts(set, req); err != nil {
+		return err
+	}
+	req.Secrets = set.refs
+	r, err := connect(c, os.Stderr, true, set.options)
 	if err != nil {
 		if c.Context.Err() != nil {
 			return &exitError{code: interruptedCode(), msg: "interrupted"}
@@ -235,6 +245,8 @@ func flagName(field string) string {
 		return "files"
 	case runner.FieldAllowHosts:
 		return "--allow-host"
+	case runner.FieldSecrets:
+		return "--secret"
 	}
 	return "--" + cliName(field)
 }

@@ -41,6 +41,7 @@ func serveCommand() *cli.Command {
 	}
 	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
+	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
 	return cmd
 }
 
@@ -90,7 +91,11 @@ func serveAction(c *cli.Context) error {
 		cfg.Audit = f
 	}
 
-	r, err := connect(c, os.Stderr, true)
+	set, err := loadSecrets(c)
+	if err != nil {
+		return err
+	}
+	r, err := connect(c, os.Stderr, true, set.options)
 	if err != nil {
 		return err
 	}
