@@ -67,8 +67,9 @@ const envSuffix = ",env"
 
 // ParseSpec parses a --secret flag: NAME (from boxer's environment
 // variable NAME), NAME=file:PATH or NAME=cmd:COMMAND ARGS, each optionally
-// followed by ",env". The command is split into words without a shell (see
-// splitArgs). An error never repeats what follows '=' unless it is a valid
+// followed by ",env", which always belongs to the flag, not to a path or a
+// command (quote it in a command: cmd:echo 'a,env'). The command is split
+// into words without a shell (see splitArgs). An error never repeats what follows '=' unless it is a valid
 // file: or cmd: source, since a user may have pasted a value there.
 func ParseSpec(text string) (Spec, error) {
 	s := Spec{Text: text}

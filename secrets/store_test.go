@@ -2,6 +2,7 @@ package secrets
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -88,7 +89,8 @@ func TestNoValueInFormat(t *testing.T) {
 		"strings": named.String() + store.String() + masker.String(),
 		"slog":    logged.String(),
 	}
-	forms := []string{value, hex.EncodeToString([]byte(value)), strings.ToUpper(hex.EncodeToString([]byte(value))), "104 117 110"}
+	forms := []string{value, hex.EncodeToString([]byte(value)), strings.ToUpper(hex.EncodeToString([]byte(value))),
+		base64.StdEncoding.EncodeToString([]byte(value)), "104 117 110"}
 	for what, out := range outputs {
 		for _, f := range forms {
 			if strings.Contains(out, f) {
