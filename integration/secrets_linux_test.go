@@ -379,7 +379,7 @@ func TestSecretInjected(t *testing.T) {
 // request names them and never carries a value; the audit log names them
 // and the injection rules, never a value.
 func TestServeSecrets(t *testing.T) {
-	n := internet(t)
+	internet(t)
 	value, other := secretValue(t), secretValue(t)
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "DB_PASSWORD"), []byte(value), 0o600))

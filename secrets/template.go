@@ -106,6 +106,9 @@ func (t Template) Render(lookup func(name string) ([]byte, bool)) (string, error
 		if !ok {
 			return "", fmt.Errorf("the template names secret %[1]s, which was not given: give --secret %[1]s", p.ref)
 		}
+		// A file written with echo ends in a newline no header means:
+		// trailing line breaks go, as the mask ignores them too.
+		v = bytes.TrimRight(v, "\r\n")
 		if err := checkHeaderValue(v); err != nil {
 			return "", fmt.Errorf("secret %s %w", p.ref, err)
 		}
@@ -128,10 +131,7 @@ func checkHeaderText(s string) error {
 // checkHeaderValue reports what in a secret's value a header cannot
 // carry; the message follows "secret NAME". It never shows the value.
 func checkHeaderValue(v []byte) error {
-	trimmed := bytes.TrimRight(v, "\r\n")
 	switch {
-	case len(trimmed) < len(v) && !bytes.ContainsAny(trimmed, "\r\n\x00"):
-		return errors.New("ends with a line break, which a header cannot carry: store the value without it (printf '%s', not echo)")
 	case bytes.ContainsAny(v, "\r\n\x00"):
 		return errors.New("holds a line break or a NUL byte, which a header cannot carry: store the value without them")
 	case slices.ContainsFunc(v, isHeaderCTL):
