@@ -2,6 +2,8 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
+	"fmt"
 	"net"
 	"net/netip"
 )
@@ -44,6 +46,37 @@ type Config struct {
 	// reachable, even through an explicit IP rule. nil: the host's
 	// interface addresses.
 	Local func(netip.Addr) bool
+	// Inject lists the headers set on requests to their hosts; the proxy
+	// terminates TLS for those hosts only, with certificates of CA.
+	// Injection is for HTTPS alone: plain HTTP to such a host, and TLS
+	// that names no host (no SNI), pass as to any other, without the
+	// header.
+	Inject []Injection
+	// CA issues the certificates of intercepted hosts; required when
+	// Inject is set: without it, connections to those hosts are refused.
+	CA *CA
+	// Roots verifies intercepted hosts' upstream certificates; nil: the
+	// host's trust store.
+	Roots *x509.CertPool
+}
+
+// Injection is one header boxer sets on HTTPS requests to Host, replacing
+// any the sandbox sent under that name.
+type Injection struct {
+	Host   string // lower-case DNS name (exact; no wildcard)
+	Header string // canonical header name
+	Value  string // the rendered value: a secret; never logged, never in Report or errors
+}
+
+// String describes the injection without its value, so that printing a
+// Config ("%v", "%+v") shows no secret.
+func (in Injection) String() string {
+	return fmt.Sprintf("%s: %s: [redacted]", in.Host, in.Header)
+}
+
+// GoString is String for "%#v".
+func (in Injection) GoString() string {
+	return fmt.Sprintf("egress.Injection{Host: %q, Header: %q, Value: [redacted]}", in.Host, in.Header)
 }
 
 // Report is what a run's network did, for its result and the audit log.
@@ -58,6 +91,8 @@ type Report struct {
 	Denied        []Denial `json:"denied,omitempty"`
 	DeniedTotal   int      `json:"denied_total,omitempty"`
 	QuotaExceeded bool     `json:"quota_exceeded,omitempty"`
+	// Intercepted counts the HTTP requests that got an injected header.
+	Intercepted int `json:"intercepted,omitempty"`
 }
 
 // Denial is one refused destination and why.
@@ -65,6 +100,10 @@ type Denial struct {
 	// Destination is a name, host:port or address as the program asked.
 	Destination string `json:"destination"`
 	Reason      string `json:"reason"`
+	// Status is the HTTP status the proxy answered the sandbox where it
+	// answered instead of refusing the connection (502: an intercepted
+	// host's upstream TLS failed); 0 for the others.
+	Status int `json:"status,omitempty"`
 }
 
 // MaxDenied caps Report.Denied.

@@ -8,5 +8,12 @@
 // destinations, never (through a name) to loopback, private, link-local or
 // the host's own addresses, and counts the bytes against the run's quota.
 //
+// A run may have headers injected into its HTTPS requests to some hosts
+// (credentials the sandbox never sees): the proxy terminates TLS for those
+// hosts alone, with certificates of a per-run CA the sandbox trusts, sets
+// the headers on each request and forwards it over TLS of its own,
+// verified against the host's trust store. Every other connection is
+// spliced unread; plain HTTP is never given the headers.
+//
 // The user-facing reference is docs/reference.md ("Network egress").
 package egress

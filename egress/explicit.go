@@ -67,7 +67,7 @@ func (p *proxy) explicit(c net.Conn) {
 			writeStatus(ic, http.StatusBadRequest, "boxer: only http:// URLs are forwarded: use CONNECT for "+req.URL.Scheme)
 			return
 		}
-		if !p.forward(ic, req, tr) {
+		if !p.forward(ic, req, tr, nil) {
 			return
 		}
 	}
@@ -106,15 +106,22 @@ func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
 		if req.Host == "" {
 			req.URL.Host = dst.String()
 		}
-		if !p.forward(ic, req, tr) {
+		if !p.forward(ic, req, tr, nil) {
 			return
 		}
 	}
 }
 
 // connect serves a CONNECT request: it opens the tunnel if the destination
-// is allowed, answers 403 if not.
+// is allowed, answers 403 if not. The tunnel to a host with injected
+// headers is intercepted.
 func (p *proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
+	if host, port, ok := splitDest(req.Host); ok {
+		if name := hostName(host); name != "" && p.run.injections(name) != nil {
+			p.connectIntercepted(c, br, req.Host, name, port)
+			return
+		}
+	}
 	up, err := p.dialHostPort(p.run.ctx, req.Host)
 	if err != nil {
 		writeDialError(c, req.Host, err)
@@ -130,8 +137,10 @@ func (p *proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
 	p.splice(c, up, pre)
 }
 
-// forward serves a request for an http:// URL through tr and reports whether the connection may serve another.
-func (p *proxy) forward(c net.Conn, req *http.Request, tr *http.Transport) bool {
+// forward serves a request for an http:// URL, or an https:// one of an
+// intercepted connection, through tr, with the headers of inject set on
+// it, and reports whether the connection may serve another.
+func (p *proxy) forward(c net.Conn, req *http.Request, tr *http.Transport, inject []Injection) bool {
 	out := req.WithContext(p.run.ctx)
 	out.RequestURI = ""
 	out.Close = false
@@ -141,12 +150,16 @@ func (p *proxy) forward(c net.Conn, req *http.Request, tr *http.Transport) bool 
 		// Keep the Transport from adding its own.
 		out.Header["User-Agent"] = []string{""}
 	}
+	setInjected(out.Header, inject)
 	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		writeDialError(c, hostPort(req.URL), err)
 		return false
 	}
 	defer resp.Body.Close()
+	if len(inject) > 0 {
+		p.run.intercepted.Add(1)
+	}
 	removeHopHeaders(resp.Header)
 	chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
 	keep := !req.Close && !resp.Close && (resp.ContentLength >= 0 || chunked)
@@ -157,10 +170,15 @@ func (p *proxy) forward(c net.Conn, req *http.Request, tr *http.Transport) bool 
 	return keep
 }
 
-// hostPort is the host:port of an http:// URL, port 80 if it names none.
+// hostPort is the host:port of an http:// or https:// URL, the scheme's
+// port if it names none.
 func hostPort(u *url.URL) string {
 	port := u.Port()
-	if port == "" {
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
 		port = "80"
 	}
 	return net.JoinHostPort(u.Hostname(), port)
@@ -189,22 +207,33 @@ func (p *proxy) transport(dial func(ctx context.Context, hostPort string) (net.C
 // dialHostPort connects to dest (host:port, host a name or an address) if
 // the policy allows it; a refusal is a *refusedError, recorded as a denial.
 func (p *proxy) dialHostPort(ctx context.Context, dest string) (net.Conn, error) {
-	host, portStr, err := net.SplitHostPort(dest)
-	port, perr := strconv.ParseUint(portStr, 10, 16)
-	if err != nil || perr != nil || port == 0 {
+	host, port, ok := splitDest(dest)
+	if !ok {
 		return nil, &refusedError{dest, http.StatusBadRequest, "give host:port, port 1 to 65535"}
 	}
 	var up net.Conn
+	var err error
 	if a, aerr := netip.ParseAddr(host); aerr == nil {
-		up, err = p.dialIP(ctx, dest, a.Unmap(), uint16(port))
+		up, err = p.dialIP(ctx, dest, a.Unmap(), port)
 	} else {
-		up, err = p.dialName(ctx, dest, normalName(host), uint16(port))
+		up, err = p.dialName(ctx, dest, normalName(host), port)
 	}
 	var re *refusedError
 	if errors.As(err, &re) {
 		p.run.deny(re.dest, re.reason)
 	}
 	return up, err
+}
+
+// splitDest splits a destination host:port; ok is false unless the port
+// is 1 to 65535.
+func splitDest(dest string) (host string, port uint16, ok bool) {
+	host, portStr, err := net.SplitHostPort(dest)
+	n, perr := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || perr != nil || n == 0 {
+		return "", 0, false
+	}
+	return host, uint16(n), true
 }
 
 // dialIP connects to an address a program asked for by number: only an
@@ -232,12 +261,8 @@ func (p *proxy) dialIP(ctx context.Context, dest string, a netip.Addr, port uint
 // dialName connects to name:port if the policy allows it, through the
 // addresses upstream gives that are not blocked.
 func (p *proxy) dialName(ctx context.Context, dest, name string, port uint16) (net.Conn, error) {
-	policy := p.run.cfg.Policy
-	switch {
-	case checkName(name) != nil || !policy.NameKnown(name):
-		return nil, &refusedError{dest, http.StatusForbidden, reasonNameNotAllowed}
-	case !policy.NameAllowed(name, port):
-		return nil, &refusedError{dest, http.StatusForbidden, fmt.Sprintf("port %d not allowed for name", port)}
+	if re := p.nameRefused(dest, name, port); re != nil {
+		return nil, re
 	}
 	addrs, _, rcode := p.run.resolve(ctx, name)
 	switch rcode {
@@ -258,12 +283,31 @@ func (p *proxy) dialName(ctx context.Context, dest, name string, port uint16) (n
 	return nil, errors.Join(errs...)
 }
 
+// nameRefused returns why the policy refuses name on port (dest as the
+// program asked), nil if it allows it.
+func (p *proxy) nameRefused(dest, name string, port uint16) *refusedError {
+	policy := p.run.cfg.Policy
+	switch {
+	case checkName(name) != nil || !policy.NameKnown(name):
+		return &refusedError{dest, http.StatusForbidden, reasonNameNotAllowed}
+	case !policy.NameAllowed(name, port):
+		return &refusedError{dest, http.StatusForbidden, fmt.Sprintf("port %d not allowed for name", port)}
+	}
+	return nil
+}
+
 // writeDialError answers a request whose destination was refused (403 or
-// 400) or could not be reached (502).
+// 400), could not be reached or, intercepted, failed its TLS handshake
+// (502).
 func writeDialError(c net.Conn, dest string, err error) {
 	var re *refusedError
 	if errors.As(err, &re) {
 		writeStatus(c, re.status, fmt.Sprintf("boxer: %s refused: %s", re.dest, re.reason))
+		return
+	}
+	var te *upstreamTLSError
+	if errors.As(err, &te) {
+		writeStatus(c, http.StatusBadGateway, "boxer: "+te.Error())
 		return
 	}
 	writeStatus(c, http.StatusBadGateway, fmt.Sprintf("boxer: %s unreachable: %v", dest, err))

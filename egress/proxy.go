@@ -96,7 +96,8 @@ func reset(c net.Conn) {
 
 // transparent serves a connection redirected from dst: it reads the name
 // the program asked for (TLS SNI, HTTP Host), decides, and splices the
-// connection to dst, or forwards it request by request if it speaks HTTP.
+// connection to dst, or forwards it request by request if it speaks HTTP,
+// or, if it speaks TLS to a host with injected headers, HTTPS.
 func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if dst.Addr() == p.self.Addr() {
 		p.run.deny(dst.String(), "boxer's gateway")
@@ -115,6 +116,12 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if kind == kindHTTP {
 		p.transparentHTTP(c, dst, peeked)
 		c.Close()
+		return
+	}
+	if kind == kindTLS && name != "" && p.run.injections(name) != nil {
+		p.intercept(c, peeked, name, dst.Port(), func(ctx context.Context) (net.Conn, error) {
+			return p.dialAddr(ctx, dst)
+		})
 		return
 	}
 	up, err := p.dialAddr(p.run.ctx, dst)

@@ -37,8 +37,8 @@ type world struct {
 	headers atomic.Pointer[http.Header]
 }
 
-// big is the size of /big, more than the quota tests allow.
-const big = 1 << 20
+// bigSize is the size of /big, more than the quota tests allow.
+const bigSize = 1 << 20
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
@@ -47,7 +47,7 @@ func newWorld(t *testing.T) *world {
 		h := r.Header.Clone()
 		w.headers.Store(&h)
 		if r.URL.Path == "/big" {
-			rw.Write(bytes.Repeat([]byte("x"), big))
+			rw.Write(bytes.Repeat([]byte("x"), bigSize))
 			return
 		}
 		fmt.Fprintf(rw, "hello from %s", r.Host)
@@ -386,7 +386,7 @@ func TestQuota(t *testing.T) {
 	io.WriteString(idle, "x")
 	io.ReadFull(idle, make([]byte, 1))
 	body, err := w.getTLS(g.dial("203.0.113.10:443"), "example.com", "/big")
-	if err == nil && len(body) == big {
+	if err == nil && len(body) == bigSize {
 		t.Fatalf("read all %d bytes of /big through a quota of 100000", len(body))
 	}
 	if !refused(t, idle) {

@@ -139,13 +139,13 @@ func TestResolverRebinding(t *testing.T) {
 		}
 	}
 	r := g.Report()
-	for _, d := range []Denial{
+	for _, d := range []struct{ dest, reason string }{
 		{"loop.example.com", "resolves to 127.0.0.1: loopback"},
 		{"private.example.com", "resolves to 192.168.1.5: private"},
 		{"metadata.example.com", "resolves to 169.254.169.254: link-local (cloud metadata)"},
 		{"self.example.com", "resolves to 203.0.113.77: the host's own address"},
 	} {
-		if !hasDenial(r, d.Destination, d.Reason) {
+		if !hasDenial(r, d.dest, d.reason) {
 			t.Errorf("denials = %v, want %v", r.Denied, d)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -21,12 +22,15 @@ type run struct {
 	cfg   Config
 	dial  Dialer
 	local func(netip.Addr) bool
+	// inject holds the headers set on each intercepted host's requests.
+	inject map[string][]Injection
 	// ctx is cancelled by Close: it aborts upstream dials and lookups.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	bytesIn  atomic.Int64
-	bytesOut atomic.Int64
+	bytesIn     atomic.Int64
+	bytesOut    atomic.Int64
+	intercepted atomic.Int64
 
 	mu          sync.Mutex
 	connections int
@@ -63,6 +67,13 @@ func newRun(cfg Config) *run {
 	if r.local == nil {
 		r.local = isLocal
 	}
+	if len(cfg.Inject) > 0 {
+		r.inject = map[string][]Injection{}
+		for _, in := range cfg.Inject {
+			in.Host, in.Header = normalName(in.Host), http.CanonicalHeaderKey(in.Header)
+			r.inject[in.Host] = append(r.inject[in.Host], in)
+		}
+	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
@@ -70,14 +81,20 @@ func newRun(cfg Config) *run {
 // deny records a refused destination; the report keeps the first MaxDenied
 // distinct ones and counts them all.
 func (r *run) deny(dest, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.denyLocked(dest, reason)
+	r.denyStatus(dest, reason, 0)
 }
 
-func (r *run) denyLocked(dest, reason string) {
+// denyStatus records a refused destination the sandbox was answered
+// status for.
+func (r *run) denyStatus(dest, reason string, status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.denyLocked(dest, reason, status)
+}
+
+func (r *run) denyLocked(dest, reason string, status int) {
 	r.deniedTotal++
-	d := Denial{Destination: dest, Reason: reason}
+	d := Denial{Destination: dest, Reason: reason, Status: status}
 	if r.seen[d] || len(r.denied) >= MaxDenied {
 		return
 	}
@@ -99,7 +116,7 @@ func (r *run) open(c io.Closer, dest string) string {
 		return fmt.Sprintf("network quota of %d bytes exceeded", r.cfg.MaxBytes)
 	case r.cfg.MaxConns > 0 && r.active >= r.cfg.MaxConns:
 		reason := fmt.Sprintf("too many connections (max %d)", r.cfg.MaxConns)
-		r.denyLocked(dest, reason)
+		r.denyLocked(dest, reason, 0)
 		return reason
 	}
 	r.active++
@@ -145,7 +162,7 @@ func (r *run) count(dest string, in, out int) {
 	r.mu.Lock()
 	if !r.quota {
 		r.quota = true
-		r.denyLocked(dest, fmt.Sprintf("network quota of %d bytes exceeded", r.cfg.MaxBytes))
+		r.denyLocked(dest, fmt.Sprintf("network quota of %d bytes exceeded", r.cfg.MaxBytes), 0)
 	}
 	r.mu.Unlock()
 	r.closeAll()
@@ -232,5 +249,12 @@ func (r *run) report() Report {
 		Denied:        append([]Denial(nil), r.denied...),
 		DeniedTotal:   r.deniedTotal,
 		QuotaExceeded: r.quota,
+		Intercepted:   int(r.intercepted.Load()),
 	}
+}
+
+// injections returns the headers to set on requests to name, nil when
+// its connections are not intercepted.
+func (r *run) injections(name string) []Injection {
+	return r.inject[name]
 }

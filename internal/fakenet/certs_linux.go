@@ -59,12 +59,18 @@ func newCerts() (caPEM []byte, leaf tls.Certificate, _ error) {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	for _, h := range hosts {
+		if h.name == BadCertName {
+			continue
+		}
 		tmpl.DNSNames = append(tmpl.DNSNames, h.name)
 		if h.wildcard {
 			tmpl.DNSNames = append(tmpl.DNSNames, "*."+h.name)
 		}
 	}
 	for _, a := range append(linkAddrs(), addrs(LoopAddr)...) {
+		if a.String() == BadCertAddr {
+			continue
+		}
 		tmpl.IPAddresses = append(tmpl.IPAddresses, net.IP(a.AsSlice()))
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
@@ -73,6 +79,30 @@ func newCerts() (caPEM []byte, leaf tls.Certificate, _ error) {
 	}
 	leaf = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), leaf, nil
+}
+
+// selfSigned makes a certificate for name signed by its own key: valid in
+// every respect but its issuer, which no client trusts.
+func selfSigned(name string) (tls.Certificate, error) {
+	now := time.Now()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("generating key for %s: %w", name, err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name},
+		DNSNames:     []string{name},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("signing certificate for %s: %w", name, err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }
 
 func serial() *big.Int {

@@ -1,10 +1,12 @@
 // Package fakenet is a fake internet for boxer's tests and benchmark: a
 // network namespace of its own holding the addresses of a few hosts under
 // the zone "test.", a DNS server that answers for them, and HTTP, HTTPS and
-// TCP echo servers on them, including a Python package index and an npm
-// registry. Nothing in it has a route out, so no test packet can leave the
-// machine; boxer's egress proxy reaches it by dialling from inside the
-// namespace (--egress-netns) and asking its DNS server (--dns-upstream).
+// TCP echo servers on them, including a Python package index, an npm
+// registry, a header echo (web.test's /headers) and a host whose
+// certificate no client trusts (badcert.test). Nothing in it has a route
+// out, so no test packet can leave the machine; boxer's egress proxy
+// reaches it by dialling from inside the namespace (--egress-netns) and
+// asking its DNS server (--dns-upstream).
 //
 // The servers run as goroutines of the calling process; their sockets
 // belong to the namespace.

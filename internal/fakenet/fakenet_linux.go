@@ -39,6 +39,7 @@ type Net struct {
 	created bool // Netns is a file Start made
 
 	hits     hits
+	received headerLog
 	resolver resolver
 	echo     echoServer
 	lns      []io.Closer // every socket, closed again at Close
@@ -89,11 +90,15 @@ func Start(dir string) (_ *Net, retErr error) {
 	if err := os.WriteFile(n.CAFile, caPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("writing CA certificate: %w", err)
 	}
-	handlers, err := newHandlers()
+	badLeaf, err := selfSigned(BadCertName)
 	if err != nil {
 		return nil, err
 	}
-	if err := n.serve(handlers, leaf); err != nil {
+	handlers, err := newHandlers(&n.received)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.serve(handlers, map[serverKind]tls.Certificate{kindBadCert: badLeaf}, leaf); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -170,7 +175,7 @@ func (n *Net) setupLinks() error {
 // handlers are the HTTP handlers by kind of server.
 type handlers map[serverKind]http.Handler
 
-func newHandlers() (handlers, error) {
+func newHandlers(received *headerLog) (handlers, error) {
 	wheel, err := buildWheel()
 	if err != nil {
 		return nil, fmt.Errorf("building wheel: %w", err)
@@ -184,16 +189,18 @@ func newHandlers() (handlers, error) {
 		return nil, err
 	}
 	return handlers{
-		kindHTTP:  http.HandlerFunc(hello),
-		kindHTTPS: http.HandlerFunc(hello),
-		kindPyPI:  pypiHandler(wheel),
-		kindNPM:   npm,
+		kindHTTP:    http.HandlerFunc(hello),
+		kindHTTPS:   http.HandlerFunc(hello),
+		kindWeb:     webHandler(received),
+		kindBadCert: http.HandlerFunc(hello),
+		kindPyPI:    pypiHandler(wheel),
+		kindNPM:     npm,
 	}, nil
 }
 
 // serve opens every server's sockets inside the namespace and starts
-// serving on them.
-func (n *Net) serve(hs handlers, leaf tls.Certificate) error {
+// serving on them, over TLS with leaf but for the kinds of own.
+func (n *Net) serve(hs handlers, own map[serverKind]tls.Certificate, leaf tls.Certificate) error {
 	type socket struct {
 		listener
 		tcp net.Listener
@@ -235,7 +242,11 @@ func (n *Net) serve(hs handlers, leaf tls.Certificate) error {
 			ErrorLog: log.New(io.Discard, "", 0),
 		}
 		if kind != kindHTTP {
-			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{leaf}, MinVersion: tls.VersionTLS12}
+			cert, ok := own[kind]
+			if !ok {
+				cert = leaf
+			}
+			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		}
 		servers[kind] = srv
 		n.httpSrvs = append(n.httpSrvs, srv)
@@ -297,6 +308,13 @@ func (n *Net) serveDNS(srv *dns.Server) error {
 // both families asks two questions.
 func (n *Net) Queries(suffix string) int {
 	return n.resolver.Queries(suffix)
+}
+
+// Received returns the headers of the requests web.test's HTTPS servers
+// (ports 443 and 8443) received for path, in the order they came; they
+// are copies.
+func (n *Net) Received(path string) []http.Header {
+	return n.received.get(path)
 }
 
 // Hits returns how many TCP connections the servers accepted on addr

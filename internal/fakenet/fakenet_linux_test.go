@@ -10,6 +10,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -87,6 +88,7 @@ func TestDNS(t *testing.T) {
 		{"other.test", dns.TypeA, dns.RcodeSuccess, []string{OtherAddr}},
 		{"pypi.test", dns.TypeA, dns.RcodeSuccess, []string{PyPIAddr}},
 		{"npm.test", dns.TypeA, dns.RcodeSuccess, []string{NPMAddr}},
+		{"badcert.test", dns.TypeA, dns.RcodeSuccess, []string{BadCertAddr}},
 		{"loop.test", dns.TypeA, dns.RcodeSuccess, []string{LoopAddr}},
 		{"private.test", dns.TypeA, dns.RcodeSuccess, []string{PrivateAddr}},
 		{"meta.test", dns.TypeA, dns.RcodeSuccess, []string{MetaAddr}},
@@ -201,6 +203,7 @@ func TestHTTP(t *testing.T) {
 		{"https://other.test/", "203.0.113.11:443", "hello from other.test on 203.0.113.11:443\n"},
 		{"https://pypi.test/elsewhere", "203.0.113.12:443", "hello from pypi.test on 203.0.113.12:443\n"},
 		{"https://npm.test/", "203.0.113.13:443", "hello from npm.test on 203.0.113.13:443\n"},
+		{"http://badcert.test/", "203.0.113.14:80", "hello from badcert.test on 203.0.113.14:80\n"},
 		{"http://loop.test/", "127.0.0.1:80", "hello from loop.test on 127.0.0.1:80\n"},
 		{"http://private.test/", "10.0.0.5:80", "hello from private.test on 10.0.0.5:80\n"},
 		{"http://meta.test/latest/meta-data/", "169.254.169.254:80", "hello from meta.test on 169.254.169.254:80\n"},
@@ -238,6 +241,111 @@ func TestHTTP(t *testing.T) {
 	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
 		t.Errorf("GET without the CA: error = %v, want unknown authority", err)
+	}
+}
+
+func TestBadCert(t *testing.T) {
+	n := start(t)
+	c := n.HTTPClient()
+	defer c.CloseIdleConnections()
+	_, err := c.Get("https://badcert.test/")
+	var unknown x509.UnknownAuthorityError
+	if !errors.As(err, &unknown) {
+		t.Fatalf("GET https://badcert.test/ trusting the test CA: error = %v, want unknown authority", err)
+	}
+	cert := unknown.Cert
+	if !slices.Equal(cert.DNSNames, []string{BadCertName}) || cert.Issuer.CommonName != BadCertName {
+		t.Errorf("certificate for %v issued by %q, want for [%s], self-signed", cert.DNSNames, cert.Issuer.CommonName, BadCertName)
+	}
+	if got := n.Hits(hostPort(BadCertAddr, HTTPSPort)); got != 1 {
+		t.Errorf("Hits(badcert.test:443) = %d, want 1", got)
+	}
+
+	// The test CA's certificate is not valid for badcert.test.
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	trusting := &http.Client{Transport: &http.Transport{
+		DialContext:     n.DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+	}}
+	defer trusting.CloseIdleConnections()
+	status, body := get(t, trusting, "https://badcert.test/")
+	if want := "hello from badcert.test on 203.0.113.14:443\n"; status != http.StatusOK || string(body) != want {
+		t.Errorf("GET trusting its certificate = %d %q, want 200 %q", status, body, want)
+	}
+	if _, err := c.Get("https://web.test/"); err != nil {
+		t.Errorf("GET https://web.test/: %v", err)
+	}
+}
+
+func TestHeaders(t *testing.T) {
+	n := start(t)
+	c := n.HTTPClient()
+	defer c.CloseIdleConnections()
+	for _, u := range []string{"https://web.test/headers", "https://api.web.test:8443/headers"} {
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("X-Api-Key", "k3y")
+		req.Header.Add("X-Other", "a")
+		req.Header.Add("X-Other", "b")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "application/json" {
+			t.Errorf("GET %s = %d %s, want 200 application/json", u, resp.StatusCode, ct)
+		}
+		if bytes.Contains(body, []byte("s3cret")) || bytes.Contains(body, []byte("k3y")) {
+			t.Errorf("GET %s echoed a hidden header: %s", u, body)
+		}
+		var echo map[string]any
+		if err := json.Unmarshal(body, &echo); err != nil {
+			t.Fatalf("decoding %s: %v", body, err)
+		}
+		host := strings.TrimPrefix(u, "https://")
+		host, _, _ = strings.Cut(host, "/")
+		if echo["_host"] != host {
+			t.Errorf("_host = %v, want %s", echo["_host"], host)
+		}
+		if got := fmt.Sprint(echo["X-Other"]); got != "[a b]" {
+			t.Errorf("X-Other = %s, want [a b]", got)
+		}
+		for _, name := range []string{"Authorization", "X-Api-Key"} {
+			if v, ok := echo[name]; ok {
+				t.Errorf("%s echoed as %v, want it hidden", name, v)
+			}
+		}
+	}
+	get(t, c, "https://web.test/other")
+
+	got := n.Received("/headers")
+	if len(got) != 2 {
+		t.Fatalf("Received(/headers) = %d requests, want 2", len(got))
+	}
+	for i, h := range got {
+		if h.Get("Authorization") != "Bearer s3cret" || h.Get("X-Api-Key") != "k3y" || len(h.Values("X-Other")) != 2 {
+			t.Errorf("Received(/headers)[%d] = %v, want every header sent", i, h)
+		}
+	}
+	got[0].Set("Authorization", "changed")
+	if h := n.Received("/headers")[0]; h.Get("Authorization") != "Bearer s3cret" {
+		t.Errorf("Received returned the log itself, not a copy: %v", h)
+	}
+	if got := n.Received("/other"); len(got) != 1 {
+		t.Errorf("Received(/other) = %d requests, want 1", len(got))
+	}
+	if got := n.Received("/never"); got != nil {
+		t.Errorf("Received(/never) = %v, want none", got)
+	}
+	// Other hosts' HTTPS servers record nothing and answer hello.
+	status, body := get(t, c, "https://other.test/headers")
+	if want := "hello from other.test on 203.0.113.11:443\n"; status != http.StatusOK || string(body) != want {
+		t.Errorf("GET https://other.test/headers = %d %q, want 200 %q", status, body, want)
+	}
+	if got := n.Received("/headers"); len(got) != 2 {
+		t.Errorf("Received(/headers) = %d requests after other.test's, want 2", len(got))
 	}
 }
 

@@ -19,6 +19,10 @@ const (
 	// NPMName serves an npm registry over HTTPS.
 	NPMName = "npm.test"
 	NPMAddr = "203.0.113.13"
+	// BadCertName serves HTTPS with a self-signed certificate, which no
+	// client trusting the test CA accepts, and plain HTTP.
+	BadCertName = "badcert.test"
+	BadCertAddr = "203.0.113.14"
 	// LoopName resolves to loopback: a server there must never be hit.
 	LoopName = "loop.test"
 	LoopAddr = "127.0.0.1"
@@ -74,6 +78,7 @@ var hosts = []host{
 	{name: OtherName, a: addrs(OtherAddr)},
 	{name: PyPIName, a: addrs(PyPIAddr)},
 	{name: NPMName, a: addrs(NPMAddr)},
+	{name: BadCertName, a: addrs(BadCertAddr)},
 	{name: LoopName, a: addrs(LoopAddr)},
 	{name: PrivateName, a: addrs(PrivateAddr)},
 	{name: MetaName, a: addrs(MetaAddr)},
@@ -102,6 +107,10 @@ type serverKind int
 const (
 	kindHTTP serverKind = iota
 	kindHTTPS
+	// kindWeb is web.test's HTTPS: hello, and /headers, recording what
+	// it receives.
+	kindWeb
+	kindBadCert
 	kindPyPI
 	kindNPM
 	kindEcho
@@ -110,14 +119,16 @@ const (
 
 var listeners = []listener{
 	{hostPort(WebAddr, HTTPPort), kindHTTP},
-	{hostPort(WebAddr, HTTPSPort), kindHTTPS},
-	{hostPort(WebAddr, AltTLSPort), kindHTTPS},
+	{hostPort(WebAddr, HTTPSPort), kindWeb},
+	{hostPort(WebAddr, AltTLSPort), kindWeb},
 	{hostPort(WebAddr, EchoPort), kindEcho},
 	{hostPort(OtherAddr, HTTPPort), kindHTTP},
 	{hostPort(OtherAddr, HTTPSPort), kindHTTPS},
 	{hostPort(OtherAddr, EchoPort), kindEcho},
 	{hostPort(PyPIAddr, HTTPSPort), kindPyPI},
 	{hostPort(NPMAddr, HTTPSPort), kindNPM},
+	{hostPort(BadCertAddr, HTTPPort), kindHTTP},
+	{hostPort(BadCertAddr, HTTPSPort), kindBadCert},
 	{hostPort(LoopAddr, HTTPPort), kindHTTP},
 	{hostPort(LoopAddr, EchoPort), kindEcho},
 	{hostPort(PrivateAddr, HTTPPort), kindHTTP},

@@ -1,12 +1,14 @@
 package fakenet
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 )
 
@@ -19,6 +21,57 @@ func hello(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "hello from %s on %s\n", r.Host, local)
+}
+
+// hiddenHeaders are the request headers /headers does not echo: a program
+// that boxer gives a credential to must not read it back.
+var hiddenHeaders = []string{"Authorization", "X-Api-Key"}
+
+// webHandler serves web.test's HTTPS: /headers answers the request's
+// headers (but the hidden ones) and its Host as a JSON object, any other
+// path hello. It records every request's headers in log.
+func webHandler(log *headerLog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		log.add(r.URL.Path, r.Header)
+		if r.URL.Path != "/headers" {
+			hello(w, r)
+			return
+		}
+		echo := map[string]any{"_host": r.Host}
+		for name, values := range r.Header {
+			if !slices.Contains(hiddenHeaders, http.CanonicalHeaderKey(name)) {
+				echo[name] = values
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(echo)
+	})
+}
+
+// headerLog holds the headers of the requests received, by path, in the
+// order they came.
+type headerLog struct {
+	mu     sync.Mutex
+	byPath map[string][]http.Header
+}
+
+func (l *headerLog) add(path string, h http.Header) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byPath == nil {
+		l.byPath = map[string][]http.Header{}
+	}
+	l.byPath[path] = append(l.byPath[path], h.Clone())
+}
+
+func (l *headerLog) get(path string) []http.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []http.Header
+	for _, h := range l.byPath[path] {
+		out = append(out, h.Clone())
+	}
+	return out
 }
 
 // hits counts accepted TCP connections by local address.
