@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/secrets"
 )
 
@@ -153,38 +152,6 @@ func (p secretPlan) envNames() []string {
 
 // mounts says whether the sandbox needs its /run mount.
 func (p secretPlan) mounts() bool { return len(p.Files) > 0 || len(p.Inject) > 0 }
-
-// checkSecretsAvailable refuses a normalized request naming a secret the
-// runner does not hold, asking for a variable of a secret that is only
-// injected, or using an injection rule its allowlist cannot reach.
-func (r *Runner) checkSecretsAvailable(req Request) error {
-	refs := req.secretRefs()
-	for _, ref := range refs {
-		if _, ok := r.secrets.Lookup(ref.Name); !ok {
-			return fieldErr(FieldSecrets, "names %s, which boxer was not given (give it with --secret %s or put it in --secrets-dir)", ref.Name, ref.Name)
-		}
-	}
-	plan := planSecrets(refs, r.inject)
-	injected := injectedSecrets(r.inject)
-	for _, ref := range refs {
-		if host, ok := injected[ref.Name]; ok && ref.Env {
-			return fieldErr(FieldSecrets, "%s%s: %s is only injected into requests to %s and never enters the sandbox: drop %s", ref.Name, secretEnvOption, ref.Name, host, secretEnvOption)
-		}
-	}
-	if len(plan.Inject) == 0 {
-		return nil
-	}
-	policy, err := egress.ParsePolicy(req.AllowHosts)
-	if err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
-	}
-	for _, rule := range plan.Inject {
-		if !policy.NameKnown(rule.Host) {
-			return fieldErr(FieldSecrets, "%s: its header is injected into requests to %s, which {allow_hosts} does not reach: allow %s", strings.Join(rule.Template.Names(), ", "), rule.Host, rule.Host)
-		}
-	}
-	return nil
-}
 
 // InjectedHeader names a header boxer's proxy set for a run (never its
 // value).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
@@ -176,4 +177,36 @@ func (sb *sandbox) flushMasks() {
 	for _, m := range sb.masks {
 		_ = m.Flush()
 	}
+}
+
+// checkSecretsAvailable refuses a normalized request naming a secret the
+// runner does not hold, asking for a variable of a secret that is only
+// injected, or using an injection rule its allowlist cannot reach.
+func (r *Runner) checkSecretsAvailable(req Request) error {
+	refs := req.secretRefs()
+	for _, ref := range refs {
+		if _, ok := r.secrets.Lookup(ref.Name); !ok {
+			return fieldErr(FieldSecrets, "names %s, which boxer was not given (give it with --secret %s or put it in --secrets-dir)", ref.Name, ref.Name)
+		}
+	}
+	plan := planSecrets(refs, r.inject)
+	injected := injectedSecrets(r.inject)
+	for _, ref := range refs {
+		if host, ok := injected[ref.Name]; ok && ref.Env {
+			return fieldErr(FieldSecrets, "%s%s: %s is only injected into requests to %s and never enters the sandbox: drop %s", ref.Name, secretEnvOption, ref.Name, host, secretEnvOption)
+		}
+	}
+	if len(plan.Inject) == 0 {
+		return nil
+	}
+	policy, err := egress.ParsePolicy(req.AllowHosts)
+	if err != nil {
+		return fieldErr(FieldAllowHosts, "%v", err)
+	}
+	for _, rule := range plan.Inject {
+		if !policy.NameKnown(rule.Host) {
+			return fieldErr(FieldSecrets, "%s: its header is injected into requests to %s, which {allow_hosts} does not reach: allow %s", strings.Join(rule.Template.Names(), ", "), rule.Host, rule.Host)
+		}
+	}
+	return nil
 }
