@@ -68,6 +68,7 @@ time.sleep(3)
 func TestSecretNeverLeavesMemory(t *testing.T) {
 	value := secretValue(t)
 	src := secretFile(t, value)
+	canaryScan(t, value)
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
 			cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--json", "--runtime", rt,
@@ -117,6 +118,22 @@ func TestSecretNeverLeavesMemory(t *testing.T) {
 		if hits := filesHolding(t, dir, value); len(hits) > 0 {
 			t.Errorf("the value is in files under %s: %v", dir, hits)
 		}
+	}
+}
+
+// canaryScan proves that processesHolding sees a process of the host that
+// holds value in its environment: the scan cannot pass by seeing nothing.
+func canaryScan(t *testing.T, value string) {
+	t.Helper()
+	canary := exec.Command("sleep", "30")
+	canary.Env = []string{"CANARY=" + value}
+	must(t, canary.Start())
+	defer func() {
+		_ = canary.Process.Kill()
+		_ = canary.Wait()
+	}()
+	if hits := processesHolding(value); len(hits) != 1 {
+		t.Fatalf("the scan of /proc found %d processes holding the canary, want 1: %v", len(hits), hits)
 	}
 }
 
