@@ -13,8 +13,8 @@ const secretUsage = "a secret the program reads in /run/secrets/`NAME` (memory o
 	"Add ,env for a variable NAME too: then every process in the sandbox can read it in /proc/*/environ (repeatable)"
 
 // injectUsage is what --inject takes.
-const injectUsage = "set `HOST:HEADER=TEMPLATE` on HTTPS requests to HOST through the egress proxy, e.g. " +
-	"'api.example.com:Authorization=Bearer {{secret:API_KEY}}': the secrets it names never enter the sandbox (repeatable; HOST must be allowed)"
+const injectUsage = "`HOST:HEADER=TEMPLATE`: the egress proxy sets HEADER on HTTPS requests to HOST, e.g. " +
+	"'api.example.com:Authorization=Bearer {{secret:API_KEY}}'; the secrets it names never enter the sandbox (repeatable; --allow-host must reach HOST)"
 
 // runSecretFlags are run's secret flags.
 func runSecretFlags() []cli.Flag {
@@ -27,7 +27,7 @@ func runSecretFlags() []cli.Flag {
 // operatorSecretFlags are serve's and mcp's: the secrets requests may name.
 func operatorSecretFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "secret", Usage: "hold a secret requests may name in \"secrets\": NAME (from boxer's environment), NAME=file:PATH or NAME=cmd:COMMAND ARGS, read once at start (repeatable)"},
+		&cli.StringSliceFlag{Name: "secret", Usage: "hold a secret requests may name in \"secrets\": `NAME[=SOURCE]`, NAME from boxer's environment, NAME=file:PATH or NAME=cmd:COMMAND ARGS, read once at start (repeatable)"},
 		&cli.StringFlag{Name: "secrets-dir", Usage: "hold each file of `DIR` as a secret named after it (a Kubernetes secret volume works)"},
 		&cli.StringSliceFlag{Name: "inject", Usage: injectUsage + "; a request that names every secret of the template gets it"},
 	}
