@@ -32,6 +32,8 @@ const (
 	FieldFiles       = "files"
 	FieldCopyIn      = "copy_in"
 	FieldCopyOut     = "copy_out"
+	FieldReturnFiles = "return_files"
+	FieldReturnBytes = "return_bytes"
 )
 
 // FieldError is a request boxer refuses: Field names the field at fault and
@@ -76,7 +78,7 @@ func (e *FieldError) Text(name func(field string) string) string {
 func fields() []string {
 	return []string{FieldLang, FieldCode, FieldImage, FieldCommand, FieldEnv, FieldTimeout, FieldMemory, FieldCPUs,
 		FieldPids, FieldTmpSize, FieldOutputLimit, FieldUser, FieldRuntime, FieldNetwork, FieldAllowHosts, FieldNetBytes, FieldSeccomp, FieldFiles,
-		FieldCopyIn, FieldCopyOut}
+		FieldCopyIn, FieldCopyOut, FieldReturnFiles, FieldReturnBytes}
 }
 
 // Is makes a FieldError an ErrInvalid.

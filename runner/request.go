@@ -89,6 +89,11 @@ type Request struct {
 	// CopyOut is a host directory /workspace is copied to after the run
 	// (also after a timeout or an OOM kill).
 	CopyOut string
+	// ReturnFiles are globs (path.Match, relative to /workspace) of the
+	// files the result carries back after the run, at most ReturnBytes of
+	// content in all (the server's "return_files").
+	ReturnFiles []string
+	ReturnBytes int64
 
 	// Stdout and Stderr, if set, receive the program's output as it comes,
 	// capped by OutputLimit like the copies kept in the Result.
@@ -115,6 +120,9 @@ func (r Request) Normalize() (Request, error) {
 	if len(r.AllowHosts) > 0 {
 		r.NetBytes = or(r.NetBytes, DefaultNetBytes)
 	}
+	if len(r.ReturnFiles) > 0 {
+		r.ReturnBytes = or(r.ReturnBytes, DefaultReturnBytes)
+	}
 	return r, r.check()
 }
 
@@ -128,6 +136,9 @@ type Maxima struct {
 	TmpBytes    int64
 	OutputLimit int64
 	NetBytes    int64
+	// ReturnBytes is the cap on the content of returned files (not a
+	// maximum: the cap itself; 0 is DefaultReturnBytes).
+	ReturnBytes int64
 	// AllowHosts is the operator's allowlist: a request's may only narrow
 	// it, and without it no request has network.
 	AllowHosts []string
@@ -234,6 +245,9 @@ func (r Request) check() error {
 		return fieldErr(FieldNetBytes, "must be larger than 0")
 	}
 	if err := r.checkSecrets(); err != nil {
+		return err
+	}
+	if err := r.checkReturnFiles(); err != nil {
 		return err
 	}
 	if r.Seccomp != nil && len(r.Seccomp.Syscalls) == 0 {

@@ -55,6 +55,8 @@ type Result struct {
 	// FilesSkipped counts what --copy-out left behind: symlinks, special
 	// files, files over the size budget.
 	FilesSkipped int `json:"files_skipped,omitempty"`
+	// Files are the files return_files asked for; nil without it.
+	Files []ReturnedFile `json:"files,omitempty"`
 	// Network is what a run with egress did on the network: its
 	// allowlist, connections, bytes and refused destinations.
 	Network *egress.Report `json:"network,omitempty"`

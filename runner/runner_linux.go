@@ -244,6 +244,9 @@ func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
 			res.FilesOut = []File{}
 		}
 	}
+	if len(d.ReturnFiles) > 0 && !e.facts.interrupted {
+		res.Files = returnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
+	}
 	o := classify(e.facts)
 	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
 	if e.facts.interrupted {

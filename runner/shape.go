@@ -67,13 +67,15 @@ type delivery struct {
 	Stderr      io.Writer
 	AllowHosts  []string
 	NetBytes    int64
+	ReturnFiles []string
+	ReturnBytes int64
 }
 
 func (r Request) delivery() delivery {
 	return delivery{
 		Code: r.Code, Stdin: r.Stdin, Files: r.Files, CopyIn: r.CopyIn, CopyOut: r.CopyOut,
 		Timeout: r.Timeout, OutputLimit: r.OutputLimit, Stdout: r.Stdout, Stderr: r.Stderr,
-		AllowHosts: r.AllowHosts, NetBytes: r.NetBytes,
+		AllowHosts: r.AllowHosts, NetBytes: r.NetBytes, ReturnFiles: r.ReturnFiles, ReturnBytes: r.ReturnBytes,
 	}
 }
 

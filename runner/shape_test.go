@@ -45,9 +45,11 @@ func TestShapeCoversRequest(t *testing.T) {
 		"Stderr":  func(r *Request) { r.Stderr = new(bytes.Buffer) },
 		// Whether a run has egress is its shape (its sandbox has a link);
 		// which hosts it may reach, and how much, are delivered.
-		"AllowHosts": func(r *Request) { r.AllowHosts = []string{"b.example"} },
-		"NetBytes":   func(r *Request) { r.NetBytes = 1 << 20 },
-		"Secrets":    func(r *Request) { r.Secrets = []string{"API_KEY"} },
+		"AllowHosts":  func(r *Request) { r.AllowHosts = []string{"b.example"} },
+		"NetBytes":    func(r *Request) { r.NetBytes = 1 << 20 },
+		"ReturnFiles": func(r *Request) { r.ReturnFiles = []string{"*.png"} },
+		"ReturnBytes": func(r *Request) { r.ReturnBytes = 1 << 10 },
+		"Secrets":     func(r *Request) { r.Secrets = []string{"API_KEY"} },
 	}
 	// Fields whose being set is shape but whose value is delivered: they
 	// change the shape only of a base where they were unset.

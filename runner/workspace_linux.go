@@ -249,3 +249,69 @@ func copyOutFile(root *os.Root, rel, src string, info fs.FileInfo) (int64, error
 	}
 	return n, errors.Join(err, out.Close())
 }
+
+// returnFiles reads the workspace files whose path matches one of globs,
+// for the result: regular files only (symlinks are not followed, special
+// files skipped), each read through O_NOFOLLOW and checked again once
+// open, at most budget bytes of content in all. A file larger than what is
+// left is listed, truncated, without content.
+func returnFiles(src string, globs []string, budget int64) []ReturnedFile {
+	var out []ReturnedFile
+	entries := 0
+	_ = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if entries++; entries > maxCopyOutEntries || len(out) >= maxReturnFiles {
+			return fs.SkipAll
+		}
+		rel, _ := filepath.Rel(src, p)
+		if rel == "." || !d.Type().IsRegular() || !matchesAny(globs, filepath.ToSlash(rel)) {
+			return nil
+		}
+		f, ok := returnFile(p, filepath.ToSlash(rel), budget)
+		if ok {
+			budget -= int64(len(f.Content))
+			out = append(out, f)
+		}
+		return nil
+	})
+	return out
+}
+
+// returnFile reads one file of at most budget bytes; a larger one comes
+// back truncated, without content. ok is false when the file is not a
+// regular file once open (it was swapped for something else).
+func returnFile(p, rel string, budget int64) (ReturnedFile, bool) {
+	in, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return ReturnedFile{}, false
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return ReturnedFile{}, false
+	}
+	f := ReturnedFile{Path: rel, Size: st.Size()}
+	if st.Size() > budget {
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(in, head)
+		f.MediaType, f.Truncated = mediaType(rel, head[:n]), true
+		return f, true
+	}
+	// The size is checked while reading too: the file may grow.
+	data, err := io.ReadAll(io.LimitReader(in, budget+1))
+	if err != nil {
+		return ReturnedFile{}, false
+	}
+	f.MediaType = mediaType(rel, data)
+	if int64(len(data)) > budget {
+		f.Size, f.Truncated = int64(len(data)), true
+		return f, true
+	}
+	f.Size, f.Content = int64(len(data)), data
+	if f.Content == nil {
+		f.Content = []byte{}
+	}
+	return f, true
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -79,7 +80,11 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 		if err != nil {
 			return nil, runner.Result{}, err
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: summary(res)}}}, res, nil
+		content := append([]mcp.Content{&mcp.TextContent{Text: summary(res)}}, fileContents(res.Files)...)
+		// The files travel once, as content blocks the model can see: the
+		// structured result lists them without their bytes.
+		res.Files = withoutContent(res.Files)
+		return &mcp.CallToolResult{Content: content}, res, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_languages",
@@ -129,7 +134,59 @@ func summary(res runner.Result) string {
 	for _, f := range res.FilesOut {
 		fmt.Fprintf(&b, "file out: %s (%d bytes)\n", f.Path, f.Size)
 	}
+	for _, f := range res.Files {
+		fmt.Fprintf(&b, "file: %s (%d bytes, %s", f.Path, f.Size, f.MediaType)
+		if f.Truncated {
+			b.WriteString(", over the size cap: not returned")
+		}
+		b.WriteString(")\n")
+	}
 	return b.String()
+}
+
+// imageTypes are the media types MCP hosts show a model as images.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/svg+xml": true, "image/gif": true, "image/webp": true}
+
+// fileContents turns returned files into MCP content: images as image
+// blocks, text as embedded text resources, the rest as blobs. A truncated
+// file has no content and only the summary names it.
+func fileContents(files []runner.ReturnedFile) []mcp.Content {
+	var out []mcp.Content
+	for _, f := range files {
+		if f.Truncated {
+			continue
+		}
+		mediaType, _, _ := strings.Cut(f.MediaType, ";")
+		uri := "file:///workspace/" + f.Path
+		switch {
+		case imageTypes[mediaType]:
+			out = append(out, &mcp.ImageContent{Data: f.Content, MIMEType: mediaType})
+		case isText(mediaType) && utf8.Valid(f.Content):
+			out = append(out, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: f.MediaType, Text: string(f.Content)}})
+		default:
+			out = append(out, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: f.MediaType, Blob: f.Content}})
+		}
+	}
+	return out
+}
+
+// isText reports whether a media type is text a model reads as such.
+func isText(mediaType string) bool {
+	return strings.HasPrefix(mediaType, "text/") || mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") ||
+		mediaType == "application/xml" || strings.HasSuffix(mediaType, "+xml")
+}
+
+// withoutContent lists files without their bytes.
+func withoutContent(files []runner.ReturnedFile) []runner.ReturnedFile {
+	out := make([]runner.ReturnedFile, len(files))
+	for i, f := range files {
+		f.Content = nil
+		out[i] = f
+	}
+	if files == nil {
+		return nil
+	}
+	return out
 }
 
 func max1(n int) int {

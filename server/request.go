@@ -5,10 +5,16 @@
 package server
 
 import (
+	"encoding/base64"
+	"fmt"
 	"strings"
 
 	"github.com/boxer-dev/boxer/runner"
 )
+
+// fieldFilesBase64 is the field of binary files in; the runner sees them as
+// files.
+const fieldFilesBase64 = "files_base64"
 
 // RunRequest is the body of POST /v1/runs: the run flags, plus files
 // written into /workspace and stdin.
@@ -29,6 +35,8 @@ type Input struct {
 	Code        string            `json:"code,omitempty" jsonschema:"the program to run"`
 	Stdin       string            `json:"stdin,omitempty" jsonschema:"the program's standard input"`
 	Files       map[string]string `json:"files,omitempty" jsonschema:"files written into /workspace (the working directory) before the run: relative path to content"`
+	FilesBase64 map[string]string `json:"files_base64,omitempty" jsonschema:"binary files written into /workspace before the run: relative path to base64 (standard encoding) content"`
+	ReturnFiles []string          `json:"return_files,omitempty" jsonschema:"globs relative to /workspace (like *.png or out/*.csv) of files the result carries back, base64, within the server's cap; images come back as image content over MCP"`
 	Timeout     string            `json:"timeout,omitempty" jsonschema:"wall clock limit, like 30s"`
 	Memory      string            `json:"memory,omitempty" jsonschema:"memory limit, like 256m"`
 	CPUs        *float64          `json:"cpus,omitempty" jsonschema:"CPU quota in cores"`
@@ -60,12 +68,23 @@ func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
 	if rr.Stdin != "" {
 		req.Stdin = strings.NewReader(rr.Stdin)
 	}
-	if len(rr.Files) > 0 {
-		req.Files = make(map[string][]byte, len(rr.Files))
+	if len(rr.Files)+len(rr.FilesBase64) > 0 {
+		req.Files = make(map[string][]byte, len(rr.Files)+len(rr.FilesBase64))
 		for k, v := range rr.Files {
 			req.Files[k] = []byte(v)
 		}
+		for k, v := range rr.FilesBase64 {
+			if _, ok := req.Files[k]; ok {
+				return req, &runner.FieldError{Field: fieldFilesBase64, Message: fmt.Sprintf("%q is in files too: give each file once", k)}
+			}
+			data, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				return req, &runner.FieldError{Field: fieldFilesBase64, Message: fmt.Sprintf("%q: not standard base64: %v", k, err)}
+			}
+			req.Files[k] = data
+		}
 	}
+	req.ReturnFiles, req.ReturnBytes = rr.ReturnFiles, max.ReturnBytes
 	var err error
 	if rr.Timeout != "" {
 		if req.Timeout, err = runner.ParseTimeout(rr.Timeout); err != nil {

@@ -32,6 +32,9 @@ func mcpCommand() *cli.Command {
 			if max.NetBytes, err = runner.ParseSize(c.String("max-net-bytes")); err != nil {
 				return fail("--max-net-bytes: %v", err)
 			}
+			if max.ReturnBytes, err = runner.ParseSize(c.String("max-return-bytes")); err != nil {
+				return fail("--max-return-bytes: %v", err)
+			}
 			if max.AllowHosts, err = operatorAllowlist(c); err != nil {
 				return err
 			}

@@ -24,3 +24,10 @@ func operatorAllowlist(c *cli.Context) ([]string, error) {
 	}
 	return hosts, nil
 }
+
+// operatorFileFlags are serve's and mcp's caps on files sent back.
+func operatorFileFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "max-return-bytes", Value: units.BytesSize(runner.DefaultReturnBytes), Usage: "bytes of file content a result carries back for return_files; a file past it is listed, truncated, without content"},
+	}
+}

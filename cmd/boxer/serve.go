@@ -41,6 +41,7 @@ func serveCommand() *cli.Command {
 	}
 	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
+	cmd.Flags = append(cmd.Flags, operatorFileFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
 	return cmd
 }
@@ -62,7 +63,7 @@ func serveAction(c *cli.Context) error {
 	for _, s := range []struct {
 		flag string
 		dst  *int64
-	}{{"max-body", &cfg.MaxBody}, {"max-memory", &cfg.Max.MemoryBytes}, {"max-tmp-size", &cfg.Max.TmpBytes}, {"max-output-limit", &cfg.Max.OutputLimit}, {"max-net-bytes", &cfg.Max.NetBytes}} {
+	}{{"max-body", &cfg.MaxBody}, {"max-memory", &cfg.Max.MemoryBytes}, {"max-tmp-size", &cfg.Max.TmpBytes}, {"max-output-limit", &cfg.Max.OutputLimit}, {"max-net-bytes", &cfg.Max.NetBytes}, {"max-return-bytes", &cfg.Max.ReturnBytes}} {
 		if *s.dst, err = runner.ParseSize(c.String(s.flag)); err != nil {
 			return fail("--%s: %v", s.flag, err)
 		}
