@@ -207,10 +207,14 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, runner.ErrInvalid), errors.Is(err, runner.ErrImageNotFound):
 		// What the request asked cannot be run (a copy-in tree, an image
 		// that is not there): a 4xx, in the one error shape. Streamed
-		// too: nothing ran, so nothing was written.
-		s.metrics.runs.WithLabelValues(res.Status, langLabel(rr.Lang)).Inc()
-		s.reject(w, r, http.StatusBadRequest, err, &rr)
-		return
+		// too, as nothing ran; should output have gone out, the result
+		// line says it instead.
+		if stream == nil || !stream.started() {
+			s.metrics.runs.WithLabelValues(res.Status, langLabel(rr.Lang)).Inc()
+			s.reject(w, r, http.StatusBadRequest, err, &rr)
+			return
+		}
+		code = http.StatusBadRequest
 	default:
 		code = http.StatusInternalServerError
 	}
