@@ -62,7 +62,7 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 		Description: "Run code in a fresh, hardened, network-less Linux sandbox and return its output, " +
 			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
 			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
+	}, func(ctx context.Context, call *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
 		if in.Lang == "" {
 			return nil, runner.Result{}, fmt.Errorf("lang is required: one of %s", strings.Join(runner.PresetNames(), ", "))
 		}
@@ -76,7 +76,15 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 			return nil, runner.Result{}, ctx.Err()
 		}
 		defer func() { <-slots }()
+		// With a progress token, the output comes as it is written too.
+		p := newProgress(ctx, call)
+		if p != nil {
+			req.Stdout, req.Stderr = p.writer(stdout), p.writer(stderr)
+		}
 		res, err := r.Run(ctx, req)
+		if p != nil {
+			p.finish()
+		}
 		if err != nil {
 			return nil, runner.Result{}, err
 		}

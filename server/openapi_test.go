@@ -56,12 +56,20 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 	}{
 		{"RunRequest", reflect.TypeOf(RunRequest{})},
 		{"Result", reflect.TypeOf(runner.Result{})},
+		{"StreamEvent", reflect.TypeOf(StreamEvent{})},
 		{"Error", reflect.TypeOf(APIError{})},
 		{"Health", reflect.TypeOf(runner.Health{})},
 	} {
 		if got, want := schemaProps(t, doc, c.schema), jsonFields(c.typ); !slices.Equal(got, want) {
 			t.Errorf("schema %s has %v, the Go type %v", c.schema, got, want)
 		}
+	}
+	var names []string
+	for _, v := range doc["components"].(map[string]any)["schemas"].(map[string]any)["StreamEvent"].(map[string]any)["properties"].(map[string]any)["stream"].(map[string]any)["enum"].([]any) {
+		names = append(names, v.(string))
+	}
+	if !slices.Equal(names, streamNames[:]) {
+		t.Errorf("StreamEvent stream enum %v, the server writes %v", names, streamNames)
 	}
 	h := New(nil, Config{}).Handler()
 	for path, ops := range doc["paths"].(map[string]any) {

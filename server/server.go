@@ -153,6 +153,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, requestStatus(err), err, &rr)
 		return
 	}
+	var stream *ndjsonStream
+	if wantsStream(r) {
+		stream = newNDJSONStream(w)
+		req.Stdout, req.Stderr = stream.writer(stdout), stream.writer(stderr)
+	}
 
 	// Admission: a free slot, else a bounded wait, else 429.
 	arrived := time.Now()
@@ -201,10 +206,15 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		code = 499 // the client is gone or the server is stopping
 	case errors.Is(err, runner.ErrInvalid), errors.Is(err, runner.ErrImageNotFound):
 		// What the request asked cannot be run (a copy-in tree, an image
-		// that is not there): a 4xx, in the one error shape.
-		s.metrics.runs.WithLabelValues(res.Status, langLabel(rr.Lang)).Inc()
-		s.reject(w, r, http.StatusBadRequest, err, &rr)
-		return
+		// that is not there): a 4xx, in the one error shape. Streamed
+		// too, as nothing ran; should output have gone out, the result
+		// line says it instead.
+		if stream == nil || !stream.started() {
+			s.metrics.runs.WithLabelValues(res.Status, langLabel(rr.Lang)).Inc()
+			s.reject(w, r, http.StatusBadRequest, err, &rr)
+			return
+		}
+		code = http.StatusBadRequest
 	default:
 		code = http.StatusInternalServerError
 	}
@@ -229,6 +239,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		// The server's grace period ended: the caller learns that its run
 		// was killed, and why.
 		code, res.Error = http.StatusServiceUnavailable, "the server is shutting down: the run was killed"
+	}
+	if stream != nil {
+		// The status line may be out already: how the run ended, a
+		// failure or the shutdown included, is in the last line alone.
+		stream.finish(res)
+		return
 	}
 	writeJSON(w, code, res)
 }
