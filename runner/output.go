@@ -57,12 +57,12 @@ func (c *capped) reset(limit int64, tee io.Writer) {
 func (c *capped) text() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return validUTF8(c.buf.Bytes()), c.truncated
+	return ValidUTF8(c.buf.Bytes()), c.truncated
 }
 
-// validUTF8 replaces each invalid byte with U+FFFD, as Python's
+// ValidUTF8 replaces each invalid byte with U+FFFD, as Python's
 // errors="replace" does (strings.ToValidUTF8 would merge a run into one).
-func validUTF8(b []byte) string {
+func ValidUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)
 	}

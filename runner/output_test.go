@@ -21,7 +21,7 @@ func TestCappedKeepsPrefixAndDrains(t *testing.T) {
 }
 
 func TestValidUTF8PerByte(t *testing.T) {
-	if got := validUTF8([]byte("a\xff\xfeb é")); got != "a\uFFFD\uFFFDb é" {
+	if got := ValidUTF8([]byte("a\xff\xfeb é")); got != "a\uFFFD\uFFFDb é" {
 		t.Errorf("got %q", got)
 	}
 }

@@ -164,7 +164,7 @@ func (s *ndjsonStream) line(v any) {
 
 // utf8Text turns one stream's bytes, written in pieces that may cut a
 // character in two, into valid UTF-8: a character incomplete at the end
-// of a piece waits for the next. The texts joined equal validText of all
+// of a piece waits for the next. The texts joined equal runner.ValidUTF8 of all
 // the bytes, which is what runner.Result holds.
 type utf8Text struct {
 	held [utf8.UTFMax - 1]byte
@@ -180,7 +180,7 @@ func (t *utf8Text) next(p []byte) string {
 		b = append(t.held[:t.n:t.n], p...)
 	}
 	cut := len(b) - incompleteTail(b)
-	text := validText(b[:cut])
+	text := runner.ValidUTF8(b[:cut])
 	t.n = copy(t.held[:], b[cut:])
 	return text
 }
@@ -188,7 +188,7 @@ func (t *utf8Text) next(p []byte) string {
 // rest returns what is held, once the stream is over: an incomplete
 // character is invalid then.
 func (t *utf8Text) rest() string {
-	text := validText(t.held[:t.n])
+	text := runner.ValidUTF8(t.held[:t.n])
 	t.n = 0
 	return text
 }
@@ -207,24 +207,4 @@ func incompleteTail(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// validText replaces each invalid byte with U+FFFD, as runner.Result's
-// output does (strings.ToValidUTF8 would merge a run into one).
-func validText(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b) + 16)
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			sb.WriteRune(utf8.RuneError)
-		} else {
-			sb.Write(b[:size])
-		}
-		b = b[size:]
-	}
-	return sb.String()
 }

@@ -56,8 +56,8 @@ func TestUTF8TextSplits(t *testing.T) {
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("texts = %q, want %q", got, tc.want)
 			}
-			if all := strings.Join(got, ""); all != validText([]byte(strings.Join(tc.pieces, ""))) {
-				t.Errorf("joined = %q, want validText of the whole %q", all, validText([]byte(strings.Join(tc.pieces, ""))))
+			if all := strings.Join(got, ""); all != runner.ValidUTF8([]byte(strings.Join(tc.pieces, ""))) {
+				t.Errorf("joined = %q, want validText of the whole %q", all, runner.ValidUTF8([]byte(strings.Join(tc.pieces, ""))))
 			}
 		})
 	}
@@ -84,7 +84,7 @@ func TestUTF8TextAnyCut(t *testing.T) {
 				t.Fatalf("%q cut %q: text %q is not UTF-8", whole, pieces, s)
 			}
 		}
-		if all, want := strings.Join(got, ""), validText(whole); all != want {
+		if all, want := strings.Join(got, ""), runner.ValidUTF8(whole); all != want {
 			t.Fatalf("%q cut %q: joined %q, want %q", whole, pieces, all, want)
 		}
 	}
@@ -158,7 +158,7 @@ func TestNDJSONStream(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	res := runner.Result{ID: "bx-1", Status: runner.StatusExited, Stdout: validText(want[stdout]), Stderr: validText(want[stderr])}
+	res := runner.Result{ID: "bx-1", Status: runner.StatusExited, Stdout: runner.ValidUTF8(want[stdout]), Stderr: runner.ValidUTF8(want[stderr])}
 	s.finish(res)
 	_, _ = s.writer(stdout).Write([]byte("too late\n"))
 
@@ -167,8 +167,8 @@ func TestNDJSONStream(t *testing.T) {
 	}
 	events, last := readStream(t, rec.Body.Bytes())
 	for stream, name := range streamNames {
-		if got := joined(events, name); got != validText(want[stream]) {
-			t.Errorf("%s joined = %q, want %q", name, got, validText(want[stream]))
+		if got := joined(events, name); got != runner.ValidUTF8(want[stream]) {
+			t.Errorf("%s joined = %q, want %q", name, got, runner.ValidUTF8(want[stream]))
 		}
 	}
 	if _, ok := last["stream"]; ok || last["id"] != "bx-1" || last["stdout"] != res.Stdout {
@@ -189,7 +189,7 @@ func TestNDJSONStreamHeldAtEnd(t *testing.T) {
 	rec := httptest.NewRecorder()
 	s := newNDJSONStream(rec)
 	_, _ = s.writer(stderr).Write([]byte("<b>\xe2\x82"))
-	s.finish(runner.Result{ID: "bx-2", Stderr: validText([]byte("<b>\xe2\x82"))})
+	s.finish(runner.Result{ID: "bx-2", Stderr: runner.ValidUTF8([]byte("<b>\xe2\x82"))})
 	events, last := readStream(t, rec.Body.Bytes())
 	want := []StreamEvent{{"stderr", "<b>"}, {"stderr", "\uFFFD\uFFFD"}}
 	if len(events) != len(want) || events[0] != want[0] || events[1] != want[1] {

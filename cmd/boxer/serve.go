@@ -133,8 +133,18 @@ func serveAction(c *cli.Context) error {
 	fmt.Fprintf(os.Stderr, "boxer: shutting down: runs in flight have %s to finish\n", grace)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	go func() { _ = hs.Shutdown(ctx) }()
+	shut := make(chan struct{})
+	go func() {
+		_ = hs.Shutdown(ctx)
+		close(shut)
+	}()
 	srv.Shutdown(ctx)
+	// The handlers have returned: net/http may still be ending their
+	// answers (a streamed body's last chunk) before the connections close.
+	select {
+	case <-shut:
+	case <-time.After(2 * time.Second):
+	}
 	_ = hs.Close()
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fail("serving: %v", err)
