@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/runner"
+	"github.com/urfave/cli/v2"
 )
 
 func TestParseSize(t *testing.T) {
@@ -72,5 +73,25 @@ func TestTryCommand(t *testing.T) {
 	quoted := runner.Preset{Name: "x", Example: "print('1')"}
 	if got, want := tryCommand(quoted), `boxer run --lang x -c 'print('\''1'\'')'`; got != want {
 		t.Errorf("tryCommand = %q, want %q", got, want)
+	}
+}
+
+// TestServeAndMCPShareOperatorFlags: every operator flag the two servers
+// read is defined on both (a flag read but not defined reads as empty).
+func TestServeAndMCPShareOperatorFlags(t *testing.T) {
+	names := func(flags []cli.Flag) map[string]bool {
+		m := map[string]bool{}
+		for _, f := range flags {
+			for _, n := range f.Names() {
+				m[n] = true
+			}
+		}
+		return m
+	}
+	serve, mcp := names(serveCommand().Flags), names(mcpCommand().Flags)
+	for _, f := range []string{"allow-host", "max-net-bytes", "max-return-bytes", "secret", "secrets-dir", "inject", "warm", "warm-size", "max-timeout", "max-memory", "concurrency"} {
+		if !serve[f] || !mcp[f] {
+			t.Errorf("--%s: serve has it %v, mcp %v", f, serve[f], mcp[f])
+		}
 	}
 }

@@ -22,7 +22,7 @@ func mcpCommand() *cli.Command {
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
-		}, append(append(warmFlags(1), operatorNetFlags()...), operatorSecretFlags()...)...),
+		}, append(append(append(warmFlags(1), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...)...),
 		Action: func(c *cli.Context) error {
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
