@@ -115,3 +115,21 @@ func TestImageRmRefusedWhileInUse(t *testing.T) {
 	}
 	assertClean(t)
 }
+
+// TestPresetImagesHaveNoSetuid: no file of any preset's image keeps a
+// setuid or setgid bit (the build strips them; the hostile program
+// fs_setuid_none checks file capabilities too, in the python image).
+func TestPresetImagesHaveNoSetuid(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range runner.Presets() {
+		if seen[p.Image] {
+			continue
+		}
+		seen[p.Image] = true
+		r := boxer(t, nil, "run", "--user", "0:0", "--image", p.Image, "--", "find", "/", "-xdev", "-perm", "/6000")
+		if r.code != 0 || r.stdout != "" {
+			t.Errorf("%s: find -perm /6000: exit %d, found %q %s", p.Image, r.code, r.stdout, r.stderr)
+		}
+	}
+	assertClean(t)
+}

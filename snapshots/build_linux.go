@@ -194,7 +194,40 @@ func trimRootfs(rootfs string) error {
 			return fmt.Errorf("creating /%s: %w", d, err)
 		}
 	}
-	return nil
+	return stripPrivileges(rootfs)
+}
+
+// stripPrivileges clears the setuid and setgid bits and drops the file
+// capabilities of everything under rootfs. Sandboxes run with
+// no_new_privs and no capabilities, which neutralise them already; an image
+// without them has nothing left to neutralise (defence in depth). Symlinks
+// are never followed: their own bits mean nothing.
+func stripPrivileges(rootfs string) error {
+	return filepath.WalkDir(rootfs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("stripping setuid bits: %w", err)
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		if rel, _ := filepath.Rel(rootfs, p); d.IsDir() && (rel == "proc" || rel == "sys") {
+			// Mount points of debootstrap's; never walk a mounted /proc.
+			return fs.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("stripping setuid bits: %w", err)
+		}
+		if mode := info.Mode(); mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+			if err := os.Chmod(p, mode.Perm()|mode&fs.ModeSticky); err != nil {
+				return fmt.Errorf("stripping setuid bits of %s: %w", p, err)
+			}
+		}
+		if err := unix.Lremovexattr(p, "security.capability"); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOTSUP) {
+			return fmt.Errorf("dropping the file capabilities of %s: %w", p, err)
+		}
+		return nil
+	})
 }
 
 // mkdirAll creates the directory rel under root and the parents it lacks,
