@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,8 +31,9 @@ func TestImageBuildIsCached(t *testing.T) {
 }
 
 func TestImageLsAndRm(t *testing.T) {
-	// A second name from the cached layer: no debootstrap, a new image record.
-	r := boxer(t, nil, "image", "build", "scratchpy", "--packages", "tzdata,python3")
+	// A second name from the cached layer of the python preset's packages:
+	// no debootstrap, a new image record.
+	r := boxer(t, nil, "image", "build", "scratchpy", "--packages", pythonPackages(t))
 	if r.code != 0 || !strings.Contains(r.stderr, "using cached layer") {
 		t.Fatalf("build: exit %d: %s", r.code, r.stderr)
 	}
@@ -95,7 +97,7 @@ func TestDoctor(t *testing.T) {
 }
 
 func TestImageRmRefusedWhileInUse(t *testing.T) {
-	if r := boxer(t, nil, "image", "build", "busypy", "--packages", "python3,tzdata"); r.code != 0 {
+	if r := boxer(t, nil, "image", "build", "busypy", "--packages", pythonPackages(t)); r.code != 0 {
 		t.Fatalf("build: %s", r.stderr)
 	}
 	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--image", "boxer/busypy", "--", "python3", "-c", "import time; time.sleep(30)")
@@ -132,4 +134,15 @@ func TestPresetImagesHaveNoSetuid(t *testing.T) {
 		}
 	}
 	assertClean(t)
+}
+
+// pythonPackages is the python preset's package list, reversed: the same
+// build inputs (its layer is cached by setup) given in another order.
+func pythonPackages(t *testing.T) string {
+	t.Helper()
+	p, err := runner.LookupPreset("python")
+	must(t, err)
+	pkgs := slices.Clone(p.Packages)
+	slices.Reverse(pkgs)
+	return strings.Join(pkgs, ",")
 }
