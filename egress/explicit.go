@@ -46,13 +46,8 @@ func (p *proxy) explicit(c net.Conn) {
 	tr := p.transport(p.dialHostPort)
 	defer tr.CloseIdleConnections()
 	for {
-		lr.N = maxHeaderBytes
-		req, err := http.ReadRequest(br)
-		lr.N = math.MaxInt64
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				writeStatus(ic, http.StatusBadRequest, "boxer: malformed request to the egress proxy")
-			}
+		req := readRequest(lr, br, ic, "boxer: malformed request to the egress proxy")
+		if req == nil {
 			return
 		}
 		if req.Method == http.MethodConnect {
@@ -73,6 +68,23 @@ func (p *proxy) explicit(c net.Conn) {
 	}
 }
 
+// readRequest reads the next request on a connection: its header at most
+// maxHeaderBytes (lr, under br, caps it), its body without cap. At the
+// connection's end it returns nil; on a malformed request it answers 400
+// with malformed and returns nil.
+func readRequest(lr *io.LimitedReader, br *bufio.Reader, c net.Conn, malformed string) *http.Request {
+	lr.N = maxHeaderBytes
+	req, err := http.ReadRequest(br)
+	lr.N = math.MaxInt64
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			writeStatus(c, http.StatusBadRequest, malformed)
+		}
+		return nil
+	}
+	return req
+}
+
 // transparentHTTP serves a redirected connection that speaks HTTP/1 to dst
 // request by request, each checked as the first was: a program cannot send
 // an allowed Host first and another one next on the same connection (to a
@@ -86,13 +98,8 @@ func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
 	})
 	defer tr.CloseIdleConnections()
 	for {
-		lr.N = maxHeaderBytes
-		req, err := http.ReadRequest(br)
-		lr.N = math.MaxInt64
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				writeStatus(ic, http.StatusBadRequest, "boxer: malformed HTTP request")
-			}
+		req := readRequest(lr, br, ic, "boxer: malformed HTTP request")
+		if req == nil {
 			return
 		}
 		name := hostName(req.Host)

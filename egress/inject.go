@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -76,13 +75,8 @@ func (p *proxy) intercept(c net.Conn, pre []byte, name string, port uint16, dial
 	lr := &io.LimitedReader{R: tc}
 	br := bufio.NewReader(lr)
 	for {
-		lr.N = maxHeaderBytes
-		req, err := http.ReadRequest(br)
-		lr.N = math.MaxInt64
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				writeStatus(tc, http.StatusBadRequest, "boxer: malformed HTTP request")
-			}
+		req := readRequest(lr, br, tc, "boxer: malformed HTTP request")
+		if req == nil {
 			return
 		}
 		if req.ProtoMajor != 1 {
