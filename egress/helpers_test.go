@@ -1,9 +1,12 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"runtime"
 	"strings"
@@ -257,4 +260,22 @@ func checkGoroutines(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// connectOnce sends one CONNECT for dest to the proxy at addr and returns
+// the answer and its body, the connection closed.
+func connectOnce(t *testing.T, addr, dest string) (*http.Response, []byte) {
+	t.Helper()
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	fmt.Fprintf(raw, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", dest, dest)
+	resp, err := http.ReadResponse(bufio.NewReader(raw), nil)
+	if err != nil {
+		t.Fatalf("CONNECT %s: %v", dest, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp, body
 }

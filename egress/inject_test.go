@@ -420,17 +420,7 @@ func TestInjectExplicit(t *testing.T) {
 		{"api.test", 400, "boxer: api.test refused: give host:port, port 1 to 65535\n"},
 	}
 	for _, tc := range tests {
-		raw, err := net.Dial("tcp", g.proxyAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(raw, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", tc.dest, tc.dest)
-		resp, err := http.ReadResponse(bufio.NewReader(raw), nil)
-		if err != nil {
-			t.Fatalf("CONNECT %s: %v", tc.dest, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		raw.Close()
+		resp, body := connectOnce(t, g.proxyAddr(), tc.dest)
 		if resp.StatusCode != tc.status || string(body) != tc.body {
 			t.Errorf("CONNECT %s = %d %q, want %d %q", tc.dest, resp.StatusCode, body, tc.status, tc.body)
 		}

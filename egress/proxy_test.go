@@ -333,17 +333,7 @@ func TestExplicitConnectRefusals(t *testing.T) {
 		{"evil.com", 400, "give host:port, port 1 to 65535"},
 	}
 	for _, tc := range tests {
-		raw, err := net.Dial("tcp", g.proxyAddr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(raw, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", tc.dest, tc.dest)
-		resp, err := http.ReadResponse(bufio.NewReader(raw), nil)
-		if err != nil {
-			t.Fatalf("CONNECT %s: %v", tc.dest, err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		raw.Close()
+		resp, body := connectOnce(t, g.proxyAddr(), tc.dest)
 		want := fmt.Sprintf("boxer: %s refused: %s\n", tc.dest, tc.reason)
 		if resp.StatusCode != tc.status || string(body) != want {
 			t.Errorf("CONNECT %s = %d %q, want %d %q", tc.dest, resp.StatusCode, body, tc.status, want)
