@@ -43,6 +43,7 @@ func serveCommand() *cli.Command {
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorFileFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
+	cmd.Flags = append(cmd.Flags, operatorSessionFlags()...)
 	return cmd
 }
 
@@ -71,14 +72,29 @@ func serveAction(c *cli.Context) error {
 	if cfg.Max.AllowHosts, err = operatorAllowlist(c); err != nil {
 		return err
 	}
+	if cfg.Sessions, err = sessionMaxima(c); err != nil {
+		return err
+	}
 	listen := c.String("listen")
 	if p := c.String("token-file"); p != "" {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return fail("--token-file: %v", err)
 		}
-		if cfg.Token = strings.TrimSpace(string(data)); len(cfg.Token) < 16 {
-			return fail("--token-file %s: the token must be at least 16 characters", p)
+		// One token per line: each is a caller of its own (sessions
+		// belong to the token that made them).
+		for _, line := range strings.Split(string(data), "\n") {
+			if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+				cfg.Tokens = append(cfg.Tokens, t)
+			}
+		}
+		for _, t := range cfg.Tokens {
+			if len(t) < 16 {
+				return fail("--token-file %s: each token must be at least 16 characters", p)
+			}
+		}
+		if len(cfg.Tokens) == 0 {
+			return fail("--token-file %s: no token in it", p)
 		}
 	} else if !loopback(listen) {
 		return fail("refusing to listen on %s without --token-file: anyone who can reach it could run code on this host", listen)

@@ -344,3 +344,21 @@ func oneArg(c *cli.Context, name string) (string, error) {
 	}
 	return c.Args().First(), nil
 }
+
+// operatorSessionFlags are serve's and mcp's caps on sessions.
+func operatorSessionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-sessions", Value: runner.DefaultMaxSessions, Usage: "sessions alive at once (429 beyond)"},
+		&cli.DurationFlag{Name: "max-session-idle", Value: time.Hour, Usage: "largest idle_timeout a session may ask"},
+		&cli.DurationFlag{Name: "max-session-lifetime", Value: 24 * time.Hour, Usage: "largest lifetime a session may ask"},
+	}
+}
+
+// sessionMaxima reads operatorSessionFlags.
+func sessionMaxima(c *cli.Context) (runner.SessionMaxima, error) {
+	m := runner.SessionMaxima{Idle: c.Duration("max-session-idle"), Lifetime: c.Duration("max-session-lifetime"), Sessions: c.Int("max-sessions")}
+	if m.Sessions < 1 || m.Idle < time.Second || m.Lifetime < time.Second {
+		return m, fail("--max-sessions must be at least 1, --max-session-idle and --max-session-lifetime at least 1s")
+	}
+	return m, nil
+}
