@@ -198,12 +198,13 @@ func sessionCpCommand() *cli.Command {
 			}
 			defer r.Close()
 			if dstIn {
-				err = r.CopyToSession(c.Context, dstID, src, dstPath)
-				id := dstID
-				if errors.Is(err, runner.ErrSessionNotFound) {
-					return fail("%v", sessionError(id, err))
+				switch err := r.CopyToSession(c.Context, dstID, src, dstPath); {
+				case errors.Is(err, runner.ErrSessionNotFound):
+					return fail("%v", sessionError(dstID, err))
+				case err != nil:
+					return requestError(err)
 				}
-				return requestError(err)
+				return nil
 			}
 			files, skipped, err := r.CopyFromSession(c.Context, srcID, srcPath, dst)
 			switch {
