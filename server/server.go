@@ -50,6 +50,11 @@ type Config struct {
 	// SessionSweep is how often idle and expired sessions are ended
 	// (default 5s).
 	SessionSweep time.Duration
+	// Runtime is the runtime of requests that name none ("" is runc).
+	Runtime string
+	// PublicHealth leaves GET /healthz and GET /metrics open without the
+	// token (for probes and scrapers that cannot send one).
+	PublicHealth bool
 }
 
 // Server serves runner.Run over HTTP.
@@ -153,6 +158,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.PublicHealth && r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/metrics") {
+			next.ServeHTTP(w, r)
+			return
+		}
 		got := []byte(r.Header.Get("Authorization"))
 		ok := 0
 		for _, want := range wants {
@@ -186,6 +195,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusBadRequest, &APIError{Field: "body", Message: "one JSON object expected"}, &rr)
 		return
 	}
+	rr.Runtime = cmp.Or(rr.Runtime, s.cfg.Runtime)
 	req, err := rr.Request(s.cfg.Max)
 	if err != nil {
 		s.reject(w, r, requestStatus(err), err, &rr)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -154,6 +155,7 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeBody(w, r, &body) {
 		return
 	}
+	body.Runtime = cmp.Or(body.Runtime, s.cfg.Runtime)
 	sr, err := body.sessionRequest(s.cfg.Max, owner(r))
 	if err == nil {
 		var sess runner.Session

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,9 @@ func serveCommand() *cli.Command {
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to listen on; a non-loopback address needs --token-file"},
-			&cli.StringFlag{Name: "token-file", Usage: "require 'Authorization: Bearer <token>' with the token in `FILE`"},
+			&cli.StringFlag{Name: "token-file", Usage: "require 'Authorization: Bearer <token>' with a token in `FILE` (one per line; each a caller of its own)"},
+			&cli.BoolFlag{Name: "public-health", Usage: "leave GET /healthz and GET /metrics open without the token (for probes and scrapers)"},
+			&cli.StringFlag{Name: "runtime", Value: runner.DefaultRuntime, Usage: "runtime of requests that name none: " + strings.Join(runner.Runtimes(), " or ")},
 			&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per request to `FILE`"},
 			&cli.IntFlag{Name: "concurrency", Value: cpus, Usage: "sandboxes running at once"},
 			&cli.IntFlag{Name: "queue", Value: 4 * cpus, Usage: "requests waiting for a slot before 429"},
@@ -56,6 +59,10 @@ func serveAction(c *cli.Context) error {
 			CPUs:    c.Float64("max-cpus"),
 			Pids:    c.Int64("max-pids"),
 		},
+	}
+	cfg.Runtime, cfg.PublicHealth = c.String("runtime"), c.Bool("public-health")
+	if !slices.Contains(runner.Runtimes(), cfg.Runtime) {
+		return fail("--runtime must be %s, not %q", strings.Join(runner.Runtimes(), " or "), cfg.Runtime)
 	}
 	if cfg.Concurrency < 1 || cfg.Queue < 0 {
 		return fail("--concurrency must be at least 1 and --queue not negative")
