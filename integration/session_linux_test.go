@@ -80,14 +80,9 @@ func TestSessionCLI(t *testing.T) {
 				t.Errorf("file copied out: %q", b)
 			}
 			// A call has a run's hardening: no capabilities, not root,
-			// no_new_privs and the seccomp filter (gVisor's /proc says
-			// neither).
+			// no_new_privs and the seccomp filter.
 			res, _ = sessionCall(t, id, "import os; s = open('/proc/self/status').read(); print(os.getuid(), [l.split()[1] for l in s.splitlines() if l.split(':')[0] in ('CapEff', 'CapPrm', 'NoNewPrivs', 'Seccomp')])")
-			want := "65534 ['0000000000000000', '0000000000000000', '1', '2']\n"
-			if rt == "runsc" {
-				want = "65534 ['0000000000000000', '0000000000000000']\n"
-			}
-			if res.Stdout != want {
+			if want := "65534 ['0000000000000000', '0000000000000000', '1', '2']\n"; res.Stdout != want {
 				t.Errorf("hardening of a call: %q, want %q (%s)", res.Stdout, want, res.Stderr)
 			}
 			// The workspace is read through its root: a symlink the sandbox

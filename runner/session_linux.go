@@ -56,8 +56,13 @@ const (
 	// driverFile and clientFile are delivered read-only in /code.
 	driverFile = ".boxer-session.py"
 	clientFile = ".boxer-call.py"
-	// driverSocket is where the driver listens, in the sandbox's /tmp.
+	// driverSocket is where the driver listens, in the sandbox's /tmp;
+	// driverPid and callPid hold the PIDs a timeout signals, from inside
+	// (under runsc a signal from the host reaches only runsc's own exec
+	// process, not the program).
 	driverSocket = "/tmp/.boxer-session.sock"
+	driverPid    = "/tmp/.boxer-session.pid"
+	callPid      = "/tmp/.boxer-call.pid"
 	driverExecID = "driver"
 	// interruptGrace is how long an interpreter has to come back from the
 	// interrupt at a call's timeout before its session is ended.
@@ -217,7 +222,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return fmt.Errorf("reading session spec: %w", err)
 		}
 		proc := *spec.Process
-		proc.Args = append(p.Command, path.Join("/code", driverFile), driverSocket)
+		proc.Args = append(p.Command, path.Join("/code", driverFile), driverSocket, driverPid)
 		driver, err := sb.task.Exec(opCtx, driverExecID, &proc, cio.NullIO)
 		if err != nil {
 			return &runtimeError{step: "starting the session's interpreter", err: err}
@@ -507,7 +512,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	if interpreted(req.Lang) {
 		proc.Args = []string{"python3", "-I", "-S", path.Join("/code", clientFile), name, driverSocket}
 	} else {
-		proc.Args = append(p.Command, path.Join("/code", name))
+		proc.Args = append([]string{"/bin/sh", "-c", `echo $$ > ` + callPid + ` && exec "$@"`, "sh"}, append(p.Command, path.Join("/code", name))...)
 	}
 	stdout, stderr := newCapped(call.OutputLimit, call.Stdout), newCapped(call.OutputLimit, call.Stderr)
 	pr, pw := io.Pipe()
@@ -603,13 +608,13 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 // the call's exit status and why the session ended, if it did.
 func (r *Runner) interrupt(ctx context.Context, s *liveSession, process containerd.Process, statusC <-chan containerd.ExitStatus) (containerd.ExitStatus, string) {
 	opCtx := context.WithoutCancel(ctx)
-	target, sig := process, syscall.SIGKILL
+	kill := `kill -KILL "$(cat ` + callPid + `)"`
 	if interpreted(s.rec.Request.Lang) {
-		if driver, err := s.task.LoadProcess(opCtx, driverExecID, nil); err == nil {
-			target, sig = driver, syscall.SIGINT
-		}
+		kill = `kill -INT "$(cat ` + driverPid + `)"`
+	} else if err := process.Kill(opCtx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+		log.G(ctx).WithError(err).Debug("killing call")
 	}
-	if err := target.Kill(opCtx, sig); err != nil && !errdefs.IsNotFound(err) {
+	if err := s.execIn(opCtx, []string{"/bin/sh", "-c", kill}); err != nil {
 		log.G(ctx).WithError(err).Warn("interrupting call")
 	}
 	select {
@@ -624,6 +629,34 @@ func (r *Runner) interrupt(ctx context.Context, s *liveSession, process containe
 	case <-time.After(reaper.CleanupTimeout):
 		return *containerd.NewExitStatus(255, time.Now(), nil), reaper.EndStuck
 	}
+}
+
+// execIn runs a short command in the session's sandbox, as its user, and
+// waits for it (at most a few seconds).
+func (s *liveSession) execIn(ctx context.Context, args []string) error {
+	spec, err := s.c.Spec(ctx)
+	if err != nil {
+		return err
+	}
+	proc := *spec.Process
+	proc.Args = args
+	p, err := s.task.Exec(ctx, "interrupt-"+strconv.FormatInt(time.Now().UnixNano(), 36), &proc, cio.NullIO)
+	if err != nil {
+		return err
+	}
+	defer p.Delete(ctx, containerd.WithProcessKill)
+	statusC, err := p.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-statusC:
+	case <-time.After(5 * time.Second):
+	}
+	return nil
 }
 
 // drainCall waits for a call's output, as sandbox.drain does for a run.
