@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -241,13 +241,19 @@ type pod struct {
 	flags   map[string][]string // the command's flags
 }
 
+// boolFlags are the flags written bare (--name); each records "true".
+var boolFlags = map[string]bool{"public-health": true}
+
 // boxerArgs splits boxer's argv: global flags, the command, its flags.
-// Every flag is written --name=value.
+// Every flag is written --name=value, but for boolFlags, written --name.
 func boxerArgs(t *testing.T, args []string) (global map[string]string, command string, flags map[string][]string) {
 	t.Helper()
 	global, flags = map[string]string{}, map[string][]string{}
 	for _, a := range args {
 		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok && boolFlags[name] {
+			value, ok = "true", true
+		}
 		switch {
 		case !strings.HasPrefix(a, "--"):
 			if command != "" {
@@ -459,26 +465,32 @@ func TestDaemonSets(t *testing.T) {
 				}
 			}
 
-			// The port, the probes and the scrape annotations agree.
+			// The port, the probes and the scrape annotations agree. The
+			// probes and Prometheus send no token: --public-health.
 			port := p.port(t)
 			if len(b.Ports) != 1 || b.Ports[0].ContainerPort != port || b.Ports[0].Name != "http" {
 				t.Errorf("ports = %v, want one named http on %d", b.Ports, port)
 			}
-			url := regexp.MustCompile(`http://127\.0\.0\.1:` + strconv.Itoa(int(port)) + `/healthz(\s|$)`)
+			if v := p.flags["public-health"]; !slices.Equal(v, []string{"true"}) {
+				t.Errorf("serve --public-health = %q, want it given once: the httpGet probes and the scrape send no token", v)
+			}
 			for name, pr := range map[string]*corev1.Probe{"readiness": b.ReadinessProbe, "liveness": b.LivenessProbe} {
-				if pr == nil || pr.Exec == nil {
-					t.Errorf("%s probe: want an exec probe (an httpGet probe cannot send the token)", name)
+				if pr == nil || pr.HTTPGet == nil || pr.Exec != nil || pr.TCPSocket != nil || pr.GRPC != nil {
+					t.Errorf("%s probe: want an httpGet probe", name)
 					continue
 				}
-				script := strings.Join(pr.Exec.Command, " ")
-				if !url.MatchString(script) {
-					t.Errorf("%s probe %q does not ask http://127.0.0.1:%d/healthz", name, script, port)
+				g := pr.HTTPGet
+				if g.Path != "/healthz" {
+					t.Errorf("%s probe path = %q, want /healthz", name, g.Path)
 				}
-				if !strings.Contains(script, "$(cat "+tokenFile+")") || !strings.Contains(script, "--config -") {
-					t.Errorf("%s probe %q must send the token from %s through curl's stdin", name, script, tokenFile)
+				if pp := g.Port; !(pp.Type == intstr.String && pp.StrVal == b.Ports[0].Name && b.Ports[0].ContainerPort == port) && !(pp.Type == intstr.Int && pp.IntVal == port) {
+					t.Errorf("%s probe port = %s, want %d, the port of --listen (or its name)", name, pp.String(), port)
 				}
-				if got, want := strings.Contains(script, "--fail"), name == "readiness"; got != want {
-					t.Errorf("%s probe: --fail = %v, want %v (ready means 200; alive means any answer)", name, got, want)
+				if g.Scheme != "" && g.Scheme != corev1.URISchemeHTTP {
+					t.Errorf("%s probe scheme = %s, want HTTP", name, g.Scheme)
+				}
+				if g.Host != "" || len(g.HTTPHeaders) != 0 {
+					t.Errorf("%s probe: host %q, headers %v: want neither (the pod's address, no token)", name, g.Host, g.HTTPHeaders)
 				}
 				if pr.TimeoutSeconds <= 3 {
 					t.Errorf("%s probe timeout %ds: /healthz may take 3s", name, pr.TimeoutSeconds)
@@ -542,9 +554,15 @@ func TestPools(t *testing.T) {
 			t.Errorf("runsc pool warms %q on runc, want LANG:runsc", w)
 		}
 	}
-	// serve has no --runtime: a request says "runtime": "runsc".
-	if _, ok := runsc.flags["runtime"]; ok {
-		t.Errorf("boxer serve has no --runtime flag: the pod would not start")
+	// Each pool's default runtime is its own: a request that names none
+	// runs on runsc in the runsc pool.
+	for _, c := range []struct {
+		p    pod
+		want string
+	}{{runc, "runc"}, {runsc, "runsc"}} {
+		if got := c.p.one(t, "runtime"); got != c.want {
+			t.Errorf("DaemonSet %s: serve --runtime=%s, want %s", c.p.ds.Name, got, c.want)
+		}
 	}
 
 	runscBin := path.Join(daemon.LibexecDir, "runsc")
