@@ -101,8 +101,6 @@ func TestSessionCLI(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(dir, "d", "passwd")); err == nil {
 				t.Error("cp out followed a symlink")
 			}
-			// PID 1 keeps the session: a kill from inside does nothing.
-			sessionCall(t, id, "import os, signal\ntry:\n    os.kill(1, signal.SIGKILL)\nexcept Exception as e:\n    print(e)")
 			// An endless loop times out; the interpreter comes back.
 			res, _ = sessionCall(t, id, "while True: pass", "--timeout", "1s")
 			if res.Status != "timeout" || res.ExitCode != 124 || res.SessionEnded != "" {
@@ -120,6 +118,21 @@ func TestSessionCLI(t *testing.T) {
 			if r.code != 125 || !strings.Contains(r.stderr, "no session "+id) {
 				t.Errorf("after the session ended: %d %q", r.code, r.stderr)
 			}
+			assertClean(t)
+
+			// A kill of PID 1 from inside never extends the session: runc's
+			// init ignores it (the session goes on), gVisor's ends the
+			// sandbox (the session ends, and says so).
+			id = createSession(t, "--lang", "python", "--runtime", rt)
+			sessionCall(t, id, "import os, signal\ntry:\n    os.kill(1, signal.SIGKILL)\nexcept Exception as e:\n    print(e)")
+			res, r = sessionCall(t, id, "print(2)")
+			switch {
+			case rt == "runc" && res.Stdout != "2\n":
+				t.Errorf("after kill 1 on runc: %+v %s", res, r.stderr)
+			case rt == "runsc" && res.Stdout != "2\n" && r.code != 125:
+				t.Errorf("after kill 1 on runsc: %+v %s", res, r.stderr)
+			}
+			boxer(t, nil, "session", "rm", id)
 			assertClean(t)
 
 			// bash: files persist, each call is a fresh process.
