@@ -33,6 +33,15 @@ func runCodeSchema() (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// request is the runner request run_code runs for in, normalized within
+// max: a *runner.FieldError names the argument at fault.
+func (in RunCodeInput) request(max runner.Maxima) (runner.Request, error) {
+	if in.Lang == "" {
+		return runner.Request{}, &runner.FieldError{Field: runner.FieldLang, Message: "is required: one of " + strings.Join(runner.PresetNames(), ", ")}
+	}
+	return RunRequest{Lang: in.Lang, Input: in.Input}.Request(max)
+}
+
 // Language is one entry of list_languages.
 type Language struct {
 	Name  string `json:"name"`
@@ -63,10 +72,7 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
 			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
 	}, func(ctx context.Context, call *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
-		if in.Lang == "" {
-			return nil, runner.Result{}, fmt.Errorf("lang is required: one of %s", strings.Join(runner.PresetNames(), ", "))
-		}
-		req, err := RunRequest{Lang: in.Lang, Input: in.Input}.Request(max)
+		req, err := in.request(max)
 		if err != nil {
 			return nil, runner.Result{}, err
 		}
