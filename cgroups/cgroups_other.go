@@ -29,3 +29,12 @@ func Exists(m Mode, path string) bool { return false }
 
 // Kill finds no process: there are no cgroups.
 func Kill(m Mode, path string) int { return 0 }
+
+// Peak is not measured off Linux.
+type Peak struct{}
+
+// WatchPeak returns nil off Linux.
+func WatchPeak(m Mode, path string) *Peak { return nil }
+
+// Read fails off Linux.
+func (p *Peak) Read() (uint64, error) { return 0, errNotLinux }

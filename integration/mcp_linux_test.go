@@ -36,7 +36,7 @@ func TestMCP(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"list_languages", "run_code"}) {
+	if !slices.Equal(names, []string{"close_session", "create_session", "list_languages", "run_code"}) {
 		t.Errorf("tools %v", names)
 	}
 

@@ -74,7 +74,14 @@ func (cfg Config) reap(ctx context.Context) {
 	var halfMade []string
 	for _, c := range containers {
 		labels, err := c.Labels(ctx)
-		if err != nil || Alive(labels[LabelOwner]) {
+		if err != nil {
+			continue
+		}
+		if _, ok := labels[LabelSession]; ok {
+			if SessionEnd(labels, time.Now(), func() bool { return taskRunning(ctx, c) }) == "" {
+				continue
+			}
+		} else if Alive(labels[LabelOwner]) {
 			continue
 		}
 		created := taskCreated(ctx, c)
@@ -112,6 +119,16 @@ func (cfg Config) reap(ctx context.Context) {
 	if cfg.After != nil {
 		cfg.After(ctx)
 	}
+}
+
+// taskRunning says whether c's task runs.
+func taskRunning(ctx context.Context, c containerd.Container) bool {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && st.Status == containerd.Running
 }
 
 // taskCreated says whether c's task was fully made: it has run, or runs.

@@ -79,7 +79,7 @@ func (e *FieldError) Text(name func(field string) string) string {
 func fields() []string {
 	return []string{FieldLang, FieldCode, FieldImage, FieldCommand, FieldEnv, FieldTimeout, FieldMemory, FieldCPUs,
 		FieldPids, FieldTmpSize, FieldOutputLimit, FieldUser, FieldRuntime, FieldNetwork, FieldAllowHosts, FieldNetBytes, FieldSeccomp, FieldFiles,
-		FieldCopyIn, FieldCopyOut, FieldReturnFiles, FieldReturnBytes}
+		FieldCopyIn, FieldCopyOut, FieldReturnFiles, FieldReturnBytes, FieldIdle, FieldLifetime, FieldSession}
 }
 
 // Is makes a FieldError an ErrInvalid.
@@ -131,7 +131,7 @@ func CheckLimit(field string, v float64) error {
 // formatLimit writes a limit's value the way a caller writes it.
 func formatLimit(field string, v float64) string {
 	switch field {
-	case FieldTimeout:
+	case FieldTimeout, FieldIdle, FieldLifetime:
 		return time.Duration(v).String()
 	case FieldMemory, FieldTmpSize, FieldOutputLimit:
 		if v < 0 {

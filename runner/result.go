@@ -65,7 +65,15 @@ type Result struct {
 	// value.
 	Secrets  []string         `json:"secrets,omitempty"`
 	Injected []InjectedHeader `json:"injected,omitempty"`
-	Error    string           `json:"error,omitempty"`
+	// Session is the session a call ran in; SessionEnded, why the session
+	// ended with this call (the next call would find it gone).
+	// MemoryPeakScope says whether memory_peak_bytes is the call's own
+	// ("call") or the session's since it was made ("session"): see
+	// docs/reference.md, "Sessions".
+	Session         string `json:"session,omitempty"`
+	SessionEnded    string `json:"session_ended,omitempty"`
+	MemoryPeakScope string `json:"memory_peak_scope,omitempty"`
+	Error           string `json:"error,omitempty"`
 }
 
 // MarshalJSON writes files_out as [] rather than leaving it out when

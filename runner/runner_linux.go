@@ -168,8 +168,18 @@ func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandb
 	if sb := r.take(ctx, req); sb != nil {
 		return sb, nil
 	}
-	if err := cgroups.Check(r.cgroups); err != nil {
+	rootfs, err := r.rootfsFor(ctx, req)
+	if err != nil {
 		return nil, err
+	}
+	sb := r.newSandbox(id, req, false)
+	return sb, sb.make(ctx, rootfs)
+}
+
+// rootfsFor checks the host's cgroups and returns the root of req's image.
+func (r *Runner) rootfsFor(ctx context.Context, req Request) (snapshots.Rootfs, error) {
+	if err := cgroups.Check(r.cgroups); err != nil {
+		return snapshots.Rootfs{}, err
 	}
 	rootfs, err := snapshots.Resolve(ctx, r.client, req.image())
 	if errors.Is(err, snapshots.ErrImageNotFound) {
@@ -177,12 +187,9 @@ func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandb
 		if req.Image == "" {
 			e.Lang = req.Lang
 		}
-		return nil, e
-	} else if err != nil {
-		return nil, err
+		return rootfs, e
 	}
-	sb := r.newSandbox(id, req, false)
-	return sb, sb.make(ctx, rootfs)
+	return rootfs, err
 }
 
 // release tears a sandbox down: at once, or, for a pre-created one whose

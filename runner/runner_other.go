@@ -43,3 +43,43 @@ func (r *Runner) WarmRuns() int64 { return 0 }
 func (r *Runner) Health(context.Context) Health {
 	return Health{Containerd: ErrNotLinux.Error(), Images: map[string]bool{}}
 }
+
+// CreateSession fails off Linux.
+func (r *Runner) CreateSession(context.Context, SessionRequest, Maxima, SessionMaxima) (Session, error) {
+	return Session{}, ErrNotLinux
+}
+
+// RunInSession fails off Linux.
+func (r *Runner) RunInSession(context.Context, string, string, SessionCall, Maxima) (Result, error) {
+	return Result{Status: StatusError, ExitCode: ExitBoxer, Error: ErrNotLinux.Error()}, ErrNotLinux
+}
+
+// Sessions fails off Linux.
+func (r *Runner) Sessions(context.Context, string) ([]Session, error) { return nil, ErrNotLinux }
+
+// RemoveSession fails off Linux.
+func (r *Runner) RemoveSession(context.Context, string, string) error { return ErrNotLinux }
+
+// ExpireSessions does nothing off Linux.
+func (r *Runner) ExpireSessions(context.Context) []EndedSession { return nil }
+
+// CloseSessions does nothing off Linux.
+func (r *Runner) CloseSessions(context.Context, string, string) []EndedSession { return nil }
+
+// ReadSessionFile fails off Linux.
+func (r *Runner) ReadSessionFile(context.Context, string, string, string, int64) ([]byte, error) {
+	return nil, ErrNotLinux
+}
+
+// WriteSessionFile fails off Linux.
+func (r *Runner) WriteSessionFile(context.Context, string, string, string, []byte) error {
+	return ErrNotLinux
+}
+
+// CopyToSession fails off Linux.
+func (r *Runner) CopyToSession(context.Context, string, string, string) error { return ErrNotLinux }
+
+// CopyFromSession fails off Linux.
+func (r *Runner) CopyFromSession(context.Context, string, string, string) ([]File, int, error) {
+	return nil, 0, ErrNotLinux
+}

@@ -74,6 +74,8 @@ type sandbox struct {
 	gate bool
 	// pooled: taken from the pool; torn down after its result is answered.
 	pooled bool
+	// session: the sandbox is a session's, which lives across calls.
+	session *sessionMeta
 
 	runDir string
 	dirs   sandboxDirs
@@ -171,6 +173,10 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if err != nil {
 		return err
 	}
+	labels := map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner}
+	if sb.session != nil {
+		sb.session.shape(spec, sb.req, labels)
+	}
 	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil)
 	if err != nil {
 		return err
@@ -179,7 +185,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	sb.container, err = r.client.NewContainer(opCtx, sb.id,
 		containerd.WithSpec(spec),
 		containerd.WithRuntime(shim, shimOpts),
-		containerd.WithContainerLabels(map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner}),
+		containerd.WithContainerLabels(labels),
 		withRootfs(rootfs),
 	)
 	if err != nil {
@@ -194,7 +200,13 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
 	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
 	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
-	sb.task, err = sb.container.NewTask(opCtx, cio.NewCreator(cio.WithStreams(sb.stdin, stdout, stderr), cio.WithFIFODir(sb.runDir)))
+	creator := cio.NewCreator(cio.WithStreams(sb.stdin, stdout, stderr), cio.WithFIFODir(sb.runDir))
+	if sb.session != nil {
+		// Its first process only keeps it alive: each call brings its own
+		// streams.
+		creator = cio.NullIO
+	}
+	sb.task, err = sb.container.NewTask(opCtx, creator)
 	if err != nil {
 		return &runtimeError{step: "starting sandbox", err: err}
 	}

@@ -34,6 +34,20 @@ func mountWorkspace(dir string, size int64, uid, gid uint32) error {
 // uid:gid. It refuses special files and symlinks that point outside src,
 // and a tree larger than budget, before copying anything.
 func copyIn(src, dst string, budget int64, uid, gid uint32) error {
+	if err := checkTree(src, budget); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return copyInto(src, root, uid, gid)
+}
+
+// checkTree checks the host directory src for copyIn: no special files, no
+// symlinks that point outside it, at most budget bytes.
+func checkTree(src string, budget int64) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return fieldErr(FieldCopyIn, "%s: %v", src, err)
@@ -77,11 +91,11 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 	if total > budget {
 		return fieldErr(FieldCopyIn, "%s holds %d bytes, more than the workspace's %d: raise {tmp_size}", src, total, budget)
 	}
-	root, err := os.OpenRoot(dst)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
+	return nil
+}
+
+// copyInto copies the checked host directory src into root.
+func copyInto(src string, root *os.Root, uid, gid uint32) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -126,6 +140,11 @@ func writeFiles(dst string, files map[string][]byte, uid, gid uint32) error {
 		return err
 	}
 	defer root.Close()
+	return writeFilesRoot(root, files, uid, gid)
+}
+
+// writeFilesRoot is writeFiles into root.
+func writeFilesRoot(root *os.Root, files map[string][]byte, uid, gid uint32) error {
 	for name, data := range files {
 		if dir := filepath.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
@@ -165,6 +184,17 @@ func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 // (every write goes through an os.Root). It returns what it copied and how
 // many entries it skipped.
 func copyOut(src, dst string, budget int64) ([]File, int, error) {
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, 0, fmt.Errorf("copying out: %w", err)
+	}
+	defer from.Close()
+	return copyOutOf(from, dst, budget)
+}
+
+// copyOutOf is copyOut from a root: every read stays inside it, even while
+// the sandbox still runs and changes the tree (a session's).
+func copyOutOf(from *os.Root, dst string, budget int64) ([]File, int, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("copying out to %s: %w", dst, err)
 	}
@@ -175,12 +205,11 @@ func copyOut(src, dst string, budget int64) ([]File, int, error) {
 	defer root.Close()
 	var files []File
 	skipped, entries := 0, 0
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(from.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			skipped++
 			return nil
 		}
-		rel, _ := filepath.Rel(src, p)
 		if rel == "." {
 			return nil
 		}
@@ -204,7 +233,7 @@ func copyOut(src, dst string, budget int64) ([]File, int, error) {
 				skipped++
 				return nil
 			}
-			n, err := copyOutFile(root, rel, p, info)
+			n, err := copyOutFile(root, rel, from, info)
 			if err != nil {
 				if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 					return fmt.Errorf("copying out to %s: %w", dst, err)
@@ -223,10 +252,10 @@ func copyOut(src, dst string, budget int64) ([]File, int, error) {
 	return files, skipped, err
 }
 
-func copyOutFile(root *os.Root, rel, src string, info fs.FileInfo) (int64, error) {
+func copyOutFile(root *os.Root, rel string, from *os.Root, info fs.FileInfo) (int64, error) {
 	// O_NOFOLLOW: the entry was a regular file when listed; never follow a
 	// link that might have taken its place.
-	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	in, err := from.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -256,20 +285,24 @@ func copyOutFile(root *os.Root, rel, src string, info fs.FileInfo) (int64, error
 // open, at most budget bytes of content in all. A file larger than what is
 // left is listed, truncated, without content.
 func returnFiles(src string, globs []string, budget int64) []ReturnedFile {
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		return nil
+	}
+	defer from.Close()
 	var out []ReturnedFile
 	entries := 0
-	_ = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	_ = fs.WalkDir(from.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if entries++; entries > maxCopyOutEntries || len(out) >= maxReturnFiles {
 			return fs.SkipAll
 		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == "." || !d.Type().IsRegular() || !matchesAny(globs, filepath.ToSlash(rel)) {
+		if rel == "." || !d.Type().IsRegular() || !matchesAny(globs, rel) {
 			return nil
 		}
-		f, ok := returnFile(p, filepath.ToSlash(rel), budget)
+		f, ok := returnFile(from, rel, budget)
 		if ok {
 			budget -= int64(len(f.Content))
 			out = append(out, f)
@@ -282,8 +315,8 @@ func returnFiles(src string, globs []string, budget int64) []ReturnedFile {
 // returnFile reads one file of at most budget bytes; a larger one comes
 // back truncated, without content. ok is false when the file is not a
 // regular file once open (it was swapped for something else).
-func returnFile(p, rel string, budget int64) (ReturnedFile, bool) {
-	in, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+func returnFile(from *os.Root, rel string, budget int64) (ReturnedFile, bool) {
+	in, err := from.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return ReturnedFile{}, false
 	}

@@ -13,7 +13,12 @@ import (
 // auditEntry is one line of the audit log: who asked for what and how it
 // ended. Never the code or its output.
 type auditEntry struct {
-	Time            time.Time         `json:"time"`
+	Time time.Time `json:"time"`
+	// Event is set for sessions: session_created, session_run,
+	// session_files, session_ended (with Reason).
+	Event           string            `json:"event,omitempty"`
+	Session         string            `json:"session,omitempty"`
+	Reason          string            `json:"reason,omitempty"`
 	ID              string            `json:"id,omitempty"`
 	Caller          string            `json:"caller"`
 	Lang            string            `json:"lang,omitempty"`

@@ -14,7 +14,10 @@ import (
 // RunCodeInput is the input of the MCP run_code tool: the HTTP request's
 // fields for a language's code, under the same names.
 type RunCodeInput struct {
-	Lang string `json:"lang" jsonschema:"language preset (see list_languages)"`
+	Lang string `json:"lang,omitempty" jsonschema:"language preset (see list_languages); not with session_id"`
+	// SessionID runs the code in a session (create_session) instead of a
+	// fresh sandbox: the session's language, limits and state.
+	SessionID string `json:"session_id,omitempty" jsonschema:"run in this session (from create_session) instead of a fresh sandbox: its language, state and files; then only code, stdin, files, files_base64, return_files, timeout and output_limit apply"`
 	Input
 }
 
@@ -37,7 +40,7 @@ func runCodeSchema() (*jsonschema.Schema, error) {
 // max: a *runner.FieldError names the argument at fault.
 func (in RunCodeInput) request(max runner.Maxima) (runner.Request, error) {
 	if in.Lang == "" {
-		return runner.Request{}, &runner.FieldError{Field: runner.FieldLang, Message: "is required: one of " + strings.Join(runner.PresetNames(), ", ")}
+		return runner.Request{}, &runner.FieldError{Field: runner.FieldLang, Message: "is required: one of " + strings.Join(runner.PresetNames(), ", ") + " (or session_id)"}
 	}
 	return RunRequest{Lang: in.Lang, Input: in.Input}.Request(max)
 }
@@ -58,7 +61,7 @@ type LanguagesOutput struct {
 
 // NewMCP returns an MCP server offering run_code and list_languages on r,
 // with requests capped by max and at most concurrency runs at once.
-func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string) (*mcp.Server, error) {
+func NewMCP(r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, concurrency int, version string) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "boxer", Version: version}, nil)
 	slots := make(chan struct{}, max1(concurrency))
 	schema, err := runCodeSchema()
@@ -72,9 +75,12 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
 			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
 	}, func(ctx context.Context, call *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
-		req, err := in.request(max)
-		if err != nil {
-			return nil, runner.Result{}, err
+		var req runner.Request
+		var err error
+		if in.SessionID == "" {
+			if req, err = in.request(max); err != nil {
+				return nil, runner.Result{}, err
+			}
 		}
 		select {
 		case slots <- struct{}{}:
@@ -84,10 +90,15 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 		defer func() { <-slots }()
 		// With a progress token, the output comes as it is written too.
 		p := newProgress(ctx, call)
-		if p != nil {
-			req.Stdout, req.Stderr = p.writer(stdout), p.writer(stderr)
+		var res runner.Result
+		if in.SessionID != "" {
+			res, err = runInSession(ctx, r, max, in, p)
+		} else {
+			if p != nil {
+				req.Stdout, req.Stderr = p.writer(stdout), p.writer(stderr)
+			}
+			res, err = r.Run(ctx, req)
 		}
-		res, err := r.Run(ctx, req)
 		if p != nil {
 			p.finish()
 		}
@@ -100,6 +111,7 @@ func NewMCP(r *runner.Runner, max runner.Maxima, concurrency int, version string
 		res.Files = withoutContent(res.Files)
 		return &mcp.CallToolResult{Content: content}, res, nil
 	})
+	addSessionTools(s, r, max, smax)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_languages",
 		Description: "List the languages run_code accepts, with the image each runs in.",
@@ -129,6 +141,9 @@ func summary(res runner.Result) string {
 		fmt.Fprintf(&b, "error: %s", res.Error)
 	}
 	fmt.Fprintf(&b, " in %.0f ms (cpu %.0f ms, peak memory %d KiB)\n", res.DurationMs, res.CPUTimeMs, res.MemoryPeakBytes>>10)
+	if res.SessionEnded != "" {
+		fmt.Fprintf(&b, "the session ended: %s\n", runner.EndText(res.SessionEnded))
+	}
 	for _, s := range []struct {
 		name, text string
 		cut        bool

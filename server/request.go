@@ -52,6 +52,15 @@ type Input struct {
 // Request decodes rr into a runner request normalized within max: a
 // *runner.FieldError names the field at fault.
 func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
+	req, err := rr.decode(max)
+	if err != nil {
+		return req, err
+	}
+	return req.NormalizeWithin(max)
+}
+
+// decode turns rr into a runner request, not normalized yet.
+func (rr RunRequest) decode(max runner.Maxima) (runner.Request, error) {
 	req := runner.Request{
 		Lang:       rr.Lang,
 		Code:       []byte(rr.Code),
@@ -68,24 +77,11 @@ func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
 	if rr.Stdin != "" {
 		req.Stdin = strings.NewReader(rr.Stdin)
 	}
-	if len(rr.Files)+len(rr.FilesBase64) > 0 {
-		req.Files = make(map[string][]byte, len(rr.Files)+len(rr.FilesBase64))
-		for k, v := range rr.Files {
-			req.Files[k] = []byte(v)
-		}
-		for k, v := range rr.FilesBase64 {
-			if _, ok := req.Files[k]; ok {
-				return req, &runner.FieldError{Field: fieldFilesBase64, Message: fmt.Sprintf("%q is in files too: give each file once", k)}
-			}
-			data, err := base64.StdEncoding.DecodeString(v)
-			if err != nil {
-				return req, &runner.FieldError{Field: fieldFilesBase64, Message: fmt.Sprintf("%q: not standard base64: %v", k, err)}
-			}
-			req.Files[k] = data
-		}
+	var err error
+	if req.Files, err = decodeFiles(rr.Files, rr.FilesBase64); err != nil {
+		return req, err
 	}
 	req.ReturnFiles, req.ReturnBytes = rr.ReturnFiles, max.ReturnBytes
-	var err error
 	if rr.Timeout != "" {
 		if req.Timeout, err = runner.ParseTimeout(rr.Timeout); err != nil {
 			return req, err
@@ -118,5 +114,27 @@ func (rr RunRequest) Request(max runner.Maxima) (runner.Request, error) {
 		}
 		req.UserSet = true
 	}
-	return req.NormalizeWithin(max)
+	return req, nil
+}
+
+// decodeFiles merges text files and base64 ones; nil when there are none.
+func decodeFiles(text, b64 map[string]string) (map[string][]byte, error) {
+	if len(text)+len(b64) == 0 {
+		return nil, nil
+	}
+	files := make(map[string][]byte, len(text)+len(b64))
+	for k, v := range text {
+		files[k] = []byte(v)
+	}
+	for k, v := range b64 {
+		if _, ok := files[k]; ok {
+			return nil, &runner.FieldError{Field: fieldFilesBase64, Message: fmt.Sprintf("%q is in files too: give each file once", k)}
+		}
+		data, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, &runner.FieldError{Field: fieldFilesBase64, Message: fmt.Sprintf("%q: not standard base64: %v", k, err)}
+		}
+		files[k] = data
+	}
+	return files, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -40,8 +41,20 @@ type Config struct {
 	Token string
 	// Audit receives one JSON line per request; may be nil.
 	Audit io.Writer
-	// Max caps the limits a request may ask for.
-	Max runner.Maxima
+	// Max caps the limits a request may ask for; Sessions caps sessions.
+	Max      runner.Maxima
+	Sessions runner.SessionMaxima
+	// Tokens, if set, are accepted like Token, each a caller of its own:
+	// sessions belong to the token that made them.
+	Tokens []string
+	// SessionSweep is how often idle and expired sessions are ended
+	// (default 5s).
+	SessionSweep time.Duration
+	// Runtime is the runtime of requests that name none ("" is runc).
+	Runtime string
+	// PublicHealth leaves GET /healthz and GET /metrics open without the
+	// token (for probes and scrapers that cannot send one).
+	PublicHealth bool
 }
 
 // Server serves runner.Run over HTTP.
@@ -57,6 +70,8 @@ type Server struct {
 	// stop ends runs still going when the shutdown grace period is over.
 	stopCtx context.Context
 	stop    context.CancelFunc
+	// done ends the session sweep.
+	done chan struct{}
 }
 
 // New returns a server running sandboxes on r.
@@ -80,6 +95,10 @@ func New(r *runner.Runner, cfg Config) *Server {
 		audit: &auditLog{w: cfg.Audit},
 	}
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
+	s.done = make(chan struct{})
+	if r != nil {
+		go s.expireSessions(cmp.Or(cfg.SessionSweep, 5*time.Second))
+	}
 	return s
 }
 
@@ -91,6 +110,12 @@ func (s *Server) Handler() http.Handler {
 		h            http.Handler
 	}{
 		{"POST", "/v1/runs", http.HandlerFunc(s.handleRun)},
+		{"POST", "/v1/sessions", http.HandlerFunc(s.handleSessionCreate)},
+		{"GET", "/v1/sessions", http.HandlerFunc(s.handleSessionList)},
+		{"DELETE", "/v1/sessions/{id}", http.HandlerFunc(s.handleSessionDelete)},
+		{"POST", "/v1/sessions/{id}/runs", http.HandlerFunc(s.handleSessionRun)},
+		{"GET", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFileGet)},
+		{"PUT", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFilePut)},
 		{"GET", "/healthz", http.HandlerFunc(s.handleHealth)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
 		{"GET", "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -99,11 +124,20 @@ func (s *Server) Handler() http.Handler {
 		})},
 	}
 	// Every 4xx has the one error shape, the mux's own 404 and 405 too.
+	allow := map[string][]string{}
+	var paths []string
 	for _, rt := range routes {
 		mux.Handle(rt.method+" "+rt.path, rt.h)
-		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Allow", rt.method)
-			s.reject(w, r, http.StatusMethodNotAllowed, &APIError{Field: "method", Message: "must be " + rt.method + " for " + rt.path}, nil)
+		if allow[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allow[rt.path] = append(allow[rt.path], rt.method)
+	}
+	for _, p := range paths {
+		methods := strings.Join(allow[p], ", ")
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", methods)
+			s.reject(w, r, http.StatusMethodNotAllowed, &APIError{Field: "method", Message: "must be " + strings.ReplaceAll(methods, ", ", " or ") + " for " + p}, nil)
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -114,13 +148,26 @@ func (s *Server) Handler() http.Handler {
 
 // authenticate requires the bearer token on every request when one is set.
 func (s *Server) authenticate(next http.Handler) http.Handler {
-	if s.cfg.Token == "" {
+	if s.cfg.Token == "" && len(s.cfg.Tokens) == 0 {
 		return next
 	}
-	want := []byte("Bearer " + s.cfg.Token)
+	var wants [][]byte
+	for _, t := range append([]string{s.cfg.Token}, s.cfg.Tokens...) {
+		if t != "" {
+			wants = append(wants, []byte("Bearer "+t))
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.PublicHealth && r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/metrics") {
+			next.ServeHTTP(w, r)
+			return
+		}
 		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
+		ok := 0
+		for _, want := range wants {
+			ok |= subtle.ConstantTimeCompare(got, want)
+		}
+		if ok != 1 {
 			s.reject(w, r, http.StatusUnauthorized, &APIError{Field: "authorization", Message: "a valid 'Authorization: Bearer <token>' header is required"}, nil)
 			return
 		}
@@ -148,6 +195,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusBadRequest, &APIError{Field: "body", Message: "one JSON object expected"}, &rr)
 		return
 	}
+	rr.Runtime = cmp.Or(rr.Runtime, s.cfg.Runtime)
 	req, err := rr.Request(s.cfg.Max)
 	if err != nil {
 		s.reject(w, r, requestStatus(err), err, &rr)
@@ -159,32 +207,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		req.Stdout, req.Stderr = stream.writer(stdout), stream.writer(stderr)
 	}
 
-	// Admission: a free slot, else a bounded wait, else 429.
-	arrived := time.Now()
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		if s.waiting.Add(1) > int64(s.cfg.Queue) {
-			s.waiting.Add(-1)
-			w.Header().Set("Retry-After", "1")
-			s.reject(w, r, http.StatusTooManyRequests, &APIError{Field: "body", Message: "the server is at its concurrency limit and its queue is full: retry later"}, &rr)
-			return
-		}
-		s.metrics.queueDepth.Inc()
-		select {
-		case s.slots <- struct{}{}:
-			s.waiting.Add(-1)
-			s.metrics.queueDepth.Dec()
-		case <-r.Context().Done():
-			s.waiting.Add(-1)
-			s.metrics.queueDepth.Dec()
-			s.audit.write(s.entry(r, &rr, 499, "client went away while queued"))
-			return
-		}
+	release, queued, ok := s.admit(w, r, &rr)
+	if !ok {
+		return
 	}
-	defer func() { <-s.slots }()
-	queued := time.Since(arrived)
-	s.metrics.queueWait.Observe(queued.Seconds())
+	defer release()
 
 	// The run ends when the client goes away or the server's grace is over.
 	ctx, cancel := context.WithCancel(r.Context())
@@ -249,6 +276,37 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, res)
 }
 
+// admit waits for a free slot (or, the queue full, answers 429) and
+// returns its release and the time spent waiting; ok is false when the
+// request was answered or its client went away.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, rr *RunRequest) (func(), time.Duration, bool) {
+	arrived := time.Now()
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		if s.waiting.Add(1) > int64(s.cfg.Queue) {
+			s.waiting.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			s.reject(w, r, http.StatusTooManyRequests, &APIError{Field: "body", Message: "the server is at its concurrency limit and its queue is full: retry later"}, rr)
+			return nil, 0, false
+		}
+		s.metrics.queueDepth.Inc()
+		select {
+		case s.slots <- struct{}{}:
+			s.waiting.Add(-1)
+			s.metrics.queueDepth.Dec()
+		case <-r.Context().Done():
+			s.waiting.Add(-1)
+			s.metrics.queueDepth.Dec()
+			s.audit.write(s.entry(r, rr, 499, "client went away while queued"))
+			return nil, 0, false
+		}
+	}
+	queued := time.Since(arrived)
+	s.metrics.queueWait.Observe(queued.Seconds())
+	return func() { <-s.slots }, queued, true
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -263,6 +321,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 // Shutdown waits for requests in progress until ctx ends, then stops the
 // runs still going (their sandboxes are removed) and waits for them.
 func (s *Server) Shutdown(ctx context.Context) {
+	defer s.closeSessions()
+	close(s.done)
 	done := make(chan struct{})
 	go func() {
 		s.runs.Wait()

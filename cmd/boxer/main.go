@@ -86,6 +86,7 @@ func newApp() *cli.App {
 		},
 		Commands: []*cli.Command{
 			runCommand(),
+			sessionCommand(),
 			setupCommand(),
 			doctorCommand(),
 			imageCommand(),

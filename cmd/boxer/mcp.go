@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"os"
 	"runtime"
 	"time"
 
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,7 +24,7 @@ func mcpCommand() *cli.Command {
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
-		}, append(append(append(warmFlags(1), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...)...),
+		}, append(append(append(append(warmFlags(1), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
 		Action: func(c *cli.Context) error {
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
@@ -51,14 +53,38 @@ func mcpCommand() *cli.Command {
 			if err := startWarm(c, r, max); err != nil {
 				return err
 			}
-			s, err := server.NewMCP(r, max, c.Int("concurrency"), version)
+			smax, err := sessionMaxima(c)
+			if err != nil {
+				return err
+			}
+			s, err := server.NewMCP(r, max, smax, c.Int("concurrency"), version)
 			if err != nil {
 				return fail("mcp: %v", err)
 			}
+			// The client's sessions end with it; idle ones before.
+			defer r.CloseSessions(context.Background(), "", reaper.EndDisconnect)
+			stop := make(chan struct{})
+			defer close(stop)
+			go expireSessions(r, stop)
 			if err := s.Run(c.Context, &mcp.StdioTransport{}); err != nil && c.Context.Err() == nil {
 				return fail("mcp: %v", err)
 			}
 			return nil
 		},
+	}
+}
+
+// expireSessions ends idle and expired sessions every few seconds until
+// stop is closed.
+func expireSessions(r *runner.Runner, stop <-chan struct{}) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			r.ExpireSessions(context.Background())
+		}
 	}
 }

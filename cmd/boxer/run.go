@@ -170,6 +170,19 @@ func printJSON(res runner.Result) {
 // runner: every error is a *runner.FieldError, written with flag names by
 // usageFailure.
 func requestFromFlags(c *cli.Context) (runner.Request, error) {
+	req, err := sandboxFromFlags(c)
+	if err != nil {
+		return req, err
+	}
+	if req.Code, err = codeFromFlags(c, req.Lang != ""); err != nil {
+		return req, err
+	}
+	return req.Normalize()
+}
+
+// sandboxFromFlags reads the flags that shape a sandbox (all of run's but
+// the code's), as run and 'session create' share them.
+func sandboxFromFlags(c *cli.Context) (runner.Request, error) {
 	req := runner.Request{
 		Lang:       c.String("lang"),
 		Image:      c.String("image"),
@@ -199,7 +212,11 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 		field string
 		dst   *int64
 	}{{runner.FieldMemory, &req.MemoryBytes}, {runner.FieldTmpSize, &req.TmpBytes}, {runner.FieldOutputLimit, &req.OutputLimit}, {runner.FieldNetBytes, &req.NetBytes}} {
-		if *s.dst, err = runner.ParseSizeLimit(s.field, c.String(cliName(s.field))); err != nil {
+		v := c.String(cliName(s.field))
+		if v == "" {
+			continue // not a flag of this command
+		}
+		if *s.dst, err = runner.ParseSizeLimit(s.field, v); err != nil {
 			return req, err
 		}
 	}
@@ -212,26 +229,29 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 			return req, fmt.Errorf("--seccomp-profile: %w", err)
 		}
 	}
+	return req, nil
+}
+
+// codeFromFlags reads the program from -c, -f, or (fromStdin) stdin.
+func codeFromFlags(c *cli.Context, fromStdin bool) ([]byte, error) {
 	switch {
 	case c.IsSet("code") && c.IsSet("file"):
-		return req, errors.New("give the code with -c or -f, not both")
+		return nil, errors.New("give the code with -c or -f, not both")
 	case c.IsSet("code"):
-		req.Code = []byte(c.String("code"))
+		return []byte(c.String("code")), nil
 	case c.IsSet("file"):
-		req.Code, err = readCode(c.String("file"))
-	case req.Lang != "":
+		return readCode(c.String("file"))
+	case fromStdin:
 		if isTerminal(os.Stdin) {
 			fmt.Fprintln(os.Stderr, "boxer: reading the program from stdin; end it with Ctrl-D (or give -c CODE or -f FILE)")
 		}
-		req.Code, err = io.ReadAll(io.LimitReader(os.Stdin, maxCode+1))
-		if err == nil && len(req.Code) > maxCode {
+		code, err := io.ReadAll(io.LimitReader(os.Stdin, maxCode+1))
+		if err == nil && len(code) > maxCode {
 			err = fmt.Errorf("code on stdin is larger than %d bytes", maxCode)
 		}
+		return code, err
 	}
-	if err != nil {
-		return req, err
-	}
-	return req.Normalize()
+	return nil, nil
 }
 
 // flagName is the run flag for a request field.

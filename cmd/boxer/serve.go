@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,9 @@ func serveCommand() *cli.Command {
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to listen on; a non-loopback address needs --token-file"},
-			&cli.StringFlag{Name: "token-file", Usage: "require 'Authorization: Bearer <token>' with the token in `FILE`"},
+			&cli.StringFlag{Name: "token-file", Usage: "require 'Authorization: Bearer <token>' with a token in `FILE` (one per line; each a caller of its own)"},
+			&cli.BoolFlag{Name: "public-health", Usage: "leave GET /healthz and GET /metrics open without the token (for probes and scrapers)"},
+			&cli.StringFlag{Name: "runtime", Value: runner.DefaultRuntime, Usage: "runtime of requests that name none: " + strings.Join(runner.Runtimes(), " or ")},
 			&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per request to `FILE`"},
 			&cli.IntFlag{Name: "concurrency", Value: cpus, Usage: "sandboxes running at once"},
 			&cli.IntFlag{Name: "queue", Value: 4 * cpus, Usage: "requests waiting for a slot before 429"},
@@ -43,6 +46,7 @@ func serveCommand() *cli.Command {
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorFileFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
+	cmd.Flags = append(cmd.Flags, operatorSessionFlags()...)
 	return cmd
 }
 
@@ -55,6 +59,10 @@ func serveAction(c *cli.Context) error {
 			CPUs:    c.Float64("max-cpus"),
 			Pids:    c.Int64("max-pids"),
 		},
+	}
+	cfg.Runtime, cfg.PublicHealth = c.String("runtime"), c.Bool("public-health")
+	if !slices.Contains(runner.Runtimes(), cfg.Runtime) {
+		return fail("--runtime must be %s, not %q", strings.Join(runner.Runtimes(), " or "), cfg.Runtime)
 	}
 	if cfg.Concurrency < 1 || cfg.Queue < 0 {
 		return fail("--concurrency must be at least 1 and --queue not negative")
@@ -71,14 +79,29 @@ func serveAction(c *cli.Context) error {
 	if cfg.Max.AllowHosts, err = operatorAllowlist(c); err != nil {
 		return err
 	}
+	if cfg.Sessions, err = sessionMaxima(c); err != nil {
+		return err
+	}
 	listen := c.String("listen")
 	if p := c.String("token-file"); p != "" {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return fail("--token-file: %v", err)
 		}
-		if cfg.Token = strings.TrimSpace(string(data)); len(cfg.Token) < 16 {
-			return fail("--token-file %s: the token must be at least 16 characters", p)
+		// One token per line: each is a caller of its own (sessions
+		// belong to the token that made them).
+		for _, line := range strings.Split(string(data), "\n") {
+			if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+				cfg.Tokens = append(cfg.Tokens, t)
+			}
+		}
+		for _, t := range cfg.Tokens {
+			if len(t) < 16 {
+				return fail("--token-file %s: each token must be at least 16 characters", p)
+			}
+		}
+		if len(cfg.Tokens) == 0 {
+			return fail("--token-file %s: no token in it", p)
 		}
 	} else if !loopback(listen) {
 		return fail("refusing to listen on %s without --token-file: anyone who can reach it could run code on this host", listen)

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/docker/go-units"
+	"github.com/urfave/cli/v2"
+)
+
+// localCaller owns the sessions the CLI makes. The CLI, root on the host,
+// may use every session; servers give each caller its own.
+const localCaller = "local"
+
+func sessionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "session",
+		Usage: "sandboxes that live across calls (docs/reference.md: Sessions)",
+		Subcommands: []*cli.Command{
+			sessionCreateCommand(),
+			sessionRunCommand(),
+			sessionCpCommand(),
+			sessionLsCommand(),
+			sessionRmCommand(),
+		},
+	}
+}
+
+// sessionCreateFlags are run's sandbox flags, without what only a run has
+// (code, copy-out, network, secrets), and the session's own.
+func sessionCreateFlags() []cli.Flag {
+	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "allow-host", "net-bytes", "json"}
+	var flags []cli.Flag
+	for _, f := range runCommand().Flags {
+		name := f.Names()[0]
+		if slices.Contains(skip, name) || strings.HasPrefix(name, "secret") || name == "inject" {
+			continue
+		}
+		flags = append(flags, f)
+	}
+	return append(flags,
+		&cli.DurationFlag{Name: "idle-timeout", Value: runner.DefaultSessionIdle, Usage: "end the session after this long without a call"},
+		&cli.DurationFlag{Name: "lifetime", Value: runner.DefaultSessionLifetime, Usage: "end the session this long after it starts, whatever happens"},
+		&cli.BoolFlag{Name: "json", Usage: "print the session as JSON"},
+	)
+}
+
+func sessionCreateCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "create",
+		Usage:        "make a session and print its ID (--timeout and --output-limit are each call's defaults)",
+		OnUsageError: usageError,
+		Flags:        sessionCreateFlags(),
+		Action: func(c *cli.Context) error {
+			req, err := sandboxFromFlags(c)
+			if err != nil {
+				return requestError(err)
+			}
+			r, err := connect(c, os.Stderr, true)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			s, err := r.CreateSession(c.Context, runner.SessionRequest{
+				Request: req, Idle: c.Duration("idle-timeout"), Lifetime: c.Duration("lifetime"), Caller: localCaller,
+			}, runner.Maxima{}, runner.SessionMaxima{})
+			if err != nil {
+				return requestError(err)
+			}
+			if c.Bool("json") {
+				return json.NewEncoder(os.Stdout).Encode(s)
+			}
+			fmt.Println(s.ID)
+			return nil
+		},
+	}
+}
+
+func sessionRunCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "run",
+		Usage:        "run code in a session: its interpreter keeps state between calls (python, python-data), its /workspace keeps files",
+		ArgsUsage:    "ID",
+		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "code", Aliases: []string{"c"}, Usage: "the call's code"},
+			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the call's code from `FILE`"},
+			&cli.StringFlag{Name: "stdin-file", Usage: "feed `FILE` to the call's stdin (default: empty)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "this call's wall clock limit (default: the session's)"},
+			&cli.StringFlag{Name: "output-limit", Usage: "bytes kept per stream for this call (default: the session's)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON result object on stdout"},
+		},
+		Action: sessionRunAction,
+	}
+}
+
+func sessionRunAction(c *cli.Context) error {
+	c, err := flagsAfterID(c)
+	if err != nil {
+		return err
+	}
+	id, err := oneArg(c, "ID")
+	if err != nil {
+		return err
+	}
+	call := runner.SessionCall{Timeout: c.Duration("timeout")}
+	if call.Timeout < 0 {
+		return requestError(runner.CheckLimit(runner.FieldTimeout, float64(call.Timeout)))
+	}
+	if v := c.String("output-limit"); v != "" {
+		if call.OutputLimit, err = runner.ParseSizeLimit(runner.FieldOutputLimit, v); err != nil {
+			return requestError(err)
+		}
+	}
+	if call.Code, err = codeFromFlags(c, true); err != nil {
+		return fail("%v", err)
+	}
+	if p := c.String("stdin-file"); p != "" {
+		f, err := os.Open(p)
+		if err != nil {
+			return fail("--stdin-file: %v", err)
+		}
+		defer f.Close()
+		call.Stdin = f
+	}
+	jsonOut := c.Bool("json")
+	if !jsonOut {
+		call.Stdout, call.Stderr = os.Stdout, os.Stderr
+	}
+	r, err := connect(c, os.Stderr, true)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	res, err := r.RunInSession(c.Context, id, "", call, runner.Maxima{})
+	if jsonOut && (err == nil || errors.Is(err, runner.ErrInterrupted)) {
+		printJSON(res)
+	}
+	switch {
+	case errors.Is(err, runner.ErrInterrupted):
+		return &exitError{code: interruptedCode(), msg: "interrupted"}
+	case errors.Is(err, runner.ErrSessionNotFound):
+		return fail("%v", sessionError(id, err))
+	case err != nil:
+		return requestError(err)
+	}
+	if !jsonOut {
+		switch res.Status {
+		case runner.StatusTimeout:
+			fmt.Fprintf(os.Stderr, "boxer: the call timed out: interrupted\n")
+		case runner.StatusOOM:
+			fmt.Fprintf(os.Stderr, "boxer: out of memory: the session's memory limit was reached\n")
+		}
+		if res.SessionEnded != "" {
+			fmt.Fprintf(os.Stderr, "boxer: session %s ended: %s\n", id, runner.EndText(res.SessionEnded))
+		}
+	}
+	return &exitError{code: res.ExitCode}
+}
+
+// sessionError says that a session is not there in the CLI's words.
+func sessionError(id string, err error) error {
+	var ended *runner.SessionEndedError
+	if errors.As(err, &ended) {
+		return err
+	}
+	return fmt.Errorf("no session %s: see 'boxer session ls'", id)
+}
+
+func sessionCpCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "cp",
+		Usage:        "copy a file or directory into a session's /workspace (ID:PATH as the destination) or out of it (ID:PATH as the source)",
+		ArgsUsage:    "SRC DST",
+		OnUsageError: usageError,
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 2 {
+				return fail("session cp needs SRC and DST, one of them ID:PATH (see 'boxer session cp --help')")
+			}
+			src, dst := c.Args().Get(0), c.Args().Get(1)
+			srcID, srcPath, srcIn := sessionPath(src)
+			dstID, dstPath, dstIn := sessionPath(dst)
+			if srcIn == dstIn {
+				return fail("session cp needs exactly one of SRC and DST as ID:PATH, like bxs-0123456789abcdef:data.csv")
+			}
+			r, err := connect(c, os.Stderr, true)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if dstIn {
+				switch err := r.CopyToSession(c.Context, dstID, src, dstPath); {
+				case errors.Is(err, runner.ErrSessionNotFound):
+					return fail("%v", sessionError(dstID, err))
+				case err != nil:
+					return requestError(err)
+				}
+				return nil
+			}
+			files, skipped, err := r.CopyFromSession(c.Context, srcID, srcPath, dst)
+			switch {
+			case errors.Is(err, runner.ErrFileNotFound):
+				return fail("%s: no such file or directory in session %s", srcPath, srcID)
+			case errors.Is(err, runner.ErrSessionNotFound):
+				return fail("%v", sessionError(srcID, err))
+			case err != nil:
+				return requestError(err)
+			}
+			var total int64
+			for _, f := range files {
+				total += f.Size
+			}
+			fmt.Fprintf(os.Stderr, "boxer: copied %d files (%d bytes) to %s", len(files), total, dst)
+			if skipped > 0 {
+				fmt.Fprintf(os.Stderr, "; skipped %d (symlinks, special files, over the workspace's size)", skipped)
+			}
+			fmt.Fprintln(os.Stderr)
+			return nil
+		},
+	}
+}
+
+// sessionPath splits ID:PATH; in is false for a host path. A bare "ID:"
+// is the workspace itself.
+func sessionPath(arg string) (id, p string, in bool) {
+	id, p, ok := strings.Cut(arg, ":")
+	if !ok || !strings.HasPrefix(id, "bxs-") || strings.Contains(id, "/") {
+		return "", arg, false
+	}
+	p = strings.TrimPrefix(p, "/workspace")
+	p = strings.Trim(p, "/")
+	if p == "" {
+		p = "."
+	}
+	return id, p, true
+}
+
+func sessionLsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ls",
+		Usage: "list the live sessions",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
+		Action: func(c *cli.Context) error {
+			r, err := connect(c, os.Stderr, true)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			list, err := r.Sessions(c.Context, "")
+			if err != nil {
+				return fail("%v", err)
+			}
+			if c.Bool("json") {
+				return json.NewEncoder(os.Stdout).Encode(list)
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tLANG\tRUNTIME\tCREATED\tIDLE FOR\tEXPIRES IN")
+			now := time.Now()
+			for _, s := range list {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s ago\t%s\t%s\n", s.ID, s.Lang, s.Runtime,
+					units.HumanDuration(now.Sub(s.CreatedAt)), units.HumanDuration(now.Sub(s.LastUsed)), units.HumanDuration(s.ExpiresAt.Sub(now)))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func sessionRmCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "rm",
+		Usage:     "end sessions and remove everything they were",
+		ArgsUsage: "ID...",
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return fail("session rm needs at least one session ID (see 'boxer session ls')")
+			}
+			r, err := connect(c, os.Stderr, true)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			var errs []string
+			for _, id := range c.Args().Slice() {
+				if err := r.RemoveSession(c.Context, id, ""); err != nil {
+					errs = append(errs, sessionError(id, err).Error())
+				}
+			}
+			if len(errs) > 0 {
+				return fail("%s", strings.Join(errs, "; "))
+			}
+			return nil
+		},
+	}
+}
+
+// flagsAfterID lets flags follow the ID ('session run ID -c CODE'), as
+// the usage says: the cli package stops at the first argument.
+func flagsAfterID(c *cli.Context) (*cli.Context, error) {
+	if c.NArg() < 2 || strings.HasPrefix(c.Args().First(), "-") {
+		return c, nil
+	}
+	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range c.Command.Flags {
+		if err := f.Apply(set); err != nil {
+			return nil, err
+		}
+	}
+	args := append([]string{}, c.Args().Tail()...)
+	for _, name := range c.LocalFlagNames() {
+		args = append(args, "--"+name+"="+fmt.Sprint(c.Value(name)))
+	}
+	if err := set.Parse(append(args, c.Args().First())); err != nil {
+		return nil, usageError(c, err, true)
+	}
+	// What the cli package does after parsing: an alias given sets the
+	// flag's every name.
+	set.Visit(func(given *flag.Flag) {
+		for _, f := range c.Command.Flags {
+			if names := f.Names(); slices.Contains(names, given.Name) {
+				for _, n := range names {
+					_ = set.Set(n, given.Value.String())
+				}
+			}
+		}
+	})
+	nc := cli.NewContext(c.App, set, c.Lineage()[1])
+	nc.Command = c.Command
+	return nc, nil
+}
+
+// oneArg is a command's single argument.
+func oneArg(c *cli.Context, name string) (string, error) {
+	if c.NArg() != 1 {
+		return "", fail("%s needs one argument, %s (see 'boxer %s --help')", c.Command.FullName(), name, c.Command.FullName())
+	}
+	return c.Args().First(), nil
+}
+
+// operatorSessionFlags are serve's and mcp's caps on sessions.
+func operatorSessionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-sessions", Value: runner.DefaultMaxSessions, Usage: "sessions alive at once (429 beyond)"},
+		&cli.DurationFlag{Name: "max-session-idle", Value: time.Hour, Usage: "largest idle_timeout a session may ask"},
+		&cli.DurationFlag{Name: "max-session-lifetime", Value: 24 * time.Hour, Usage: "largest lifetime a session may ask"},
+	}
+}
+
+// sessionMaxima reads operatorSessionFlags.
+func sessionMaxima(c *cli.Context) (runner.SessionMaxima, error) {
+	m := runner.SessionMaxima{Idle: c.Duration("max-session-idle"), Lifetime: c.Duration("max-session-lifetime"), Sessions: c.Int("max-sessions")}
+	if m.Sessions < 1 || m.Idle < time.Second || m.Lifetime < time.Second {
+		return m, fail("--max-sessions must be at least 1, --max-session-idle and --max-session-lifetime at least 1s")
+	}
+	return m, nil
+}

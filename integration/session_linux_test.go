@@ -1,0 +1,316 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sessionCall runs code in session id through the CLI and decodes the
+// result.
+func sessionCall(t *testing.T, id, code string, flags ...string) (result, run) {
+	t.Helper()
+	r := boxer(t, nil, append(append([]string{"session", "run", id, "--json"}, flags...), "-c", code)...)
+	var res result
+	if r.code != 125 {
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+			t.Fatalf("session run: bad JSON (%v): %q %q", err, r.stdout, r.stderr)
+		}
+	}
+	return res, r
+}
+
+func createSession(t *testing.T, flags ...string) string {
+	t.Helper()
+	r := boxer(t, nil, append([]string{"session", "create"}, flags...)...)
+	if r.code != 0 {
+		t.Fatalf("session create %v: %d %s", flags, r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	// A test that fails halfway leaves nothing to the next.
+	t.Cleanup(func() { boxer(t, nil, "session", "rm", id) })
+	return id
+}
+
+// TestSessionCLI: separate CLI processes share one python interpreter and
+// one workspace; a call past its timeout is interrupted and the next one
+// finds its state; an interpreter that ignores the interrupt ends the
+// session; the sandbox's PID 1 cannot be killed from inside; rm leaves
+// nothing. On runc and runsc.
+func TestSessionCLI(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			id := createSession(t, "--lang", "python", "--runtime", rt, "--timeout", "20s")
+			if res, r := sessionCall(t, id, "x = 41\nopen('notes.txt', 'w').write('kept')"); res.ExitCode != 0 {
+				t.Fatalf("call 1: %+v %s", res, r.stderr)
+			}
+			res, r := sessionCall(t, id, "print(x + 1, open('notes.txt').read())")
+			if res.ExitCode != 0 || res.Stdout != "42 kept\n" || res.Session != id || res.DurationMs <= 0 || res.CPUTimeMs <= 0 || res.MemoryPeakBytes == 0 {
+				t.Fatalf("call 2: %+v %s", res, r.stderr)
+			}
+			// An exception is the call's failure, not the session's.
+			res, _ = sessionCall(t, id, "raise ValueError('boom')")
+			if res.ExitCode != 1 || !strings.Contains(res.Stderr, "ValueError: boom") || strings.Contains(res.Stderr, "boxer-session") {
+				t.Errorf("raise: %+v", res)
+			}
+			// Files both ways.
+			dir := t.TempDir()
+			must(t, os.WriteFile(filepath.Join(dir, "in.csv"), []byte("a,b\n1,2\n"), 0o644))
+			if r := boxer(t, nil, "session", "cp", filepath.Join(dir, "in.csv"), id+":data/in.csv"); r.code != 0 {
+				t.Fatalf("cp in: %s", r.stderr)
+			}
+			if res, _ := sessionCall(t, id, "import csv; print(list(csv.reader(open('data/in.csv')))[1])"); res.Stdout != "['1', '2']\n" {
+				t.Errorf("file copied in: %+v", res)
+			}
+			if r := boxer(t, nil, "session", "cp", id+":notes.txt", filepath.Join(dir, "out.txt")); r.code != 0 {
+				t.Fatalf("cp out: %s", r.stderr)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "out.txt")); string(b) != "kept" {
+				t.Errorf("file copied out: %q", b)
+			}
+			// A call has a run's hardening: no capabilities, not root,
+			// no_new_privs and the seccomp filter.
+			res, _ = sessionCall(t, id, "import os; s = open('/proc/self/status').read(); print(os.getuid(), [l.split()[1] for l in s.splitlines() if l.split(':')[0] in ('CapEff', 'CapPrm', 'NoNewPrivs', 'Seccomp')])")
+			if want := "65534 ['0000000000000000', '0000000000000000', '1', '2']\n"; res.Stdout != want {
+				t.Errorf("hardening of a call: %q, want %q (%s)", res.Stdout, want, res.Stderr)
+			}
+			// The workspace is read through its root: a symlink the sandbox
+			// plants, to a file or a directory of the host's, leads nowhere.
+			sessionCall(t, id, "import os; os.symlink('/etc/hostname', 'host'); os.symlink('/etc', 'etc'); os.mkdir('d'); os.symlink('/etc/passwd', 'd/passwd')")
+			for _, src := range []string{"host", "etc/hostname", "etc"} {
+				dst := filepath.Join(dir, "leak-"+strings.ReplaceAll(src, "/", "-"))
+				r := boxer(t, nil, "session", "cp", id+":"+src, dst)
+				if b, err := os.ReadFile(dst); r.code != 125 || err == nil && len(b) > 0 {
+					t.Errorf("cp out %s: %d %q, read %q", src, r.code, r.stderr, b)
+				}
+			}
+			if r := boxer(t, nil, "session", "cp", id+":d", filepath.Join(dir, "d")); r.code != 0 || !strings.Contains(r.stderr, "skipped 1") {
+				t.Errorf("cp out d: %d %q", r.code, r.stderr)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "d", "passwd")); err == nil {
+				t.Error("cp out followed a symlink")
+			}
+			// PID 1 keeps the session: a kill from inside does nothing.
+			sessionCall(t, id, "import os, signal\ntry:\n    os.kill(1, signal.SIGKILL)\nexcept Exception as e:\n    print(e)")
+			// An endless loop times out; the interpreter comes back.
+			res, _ = sessionCall(t, id, "while True: pass", "--timeout", "1s")
+			if res.Status != "timeout" || res.ExitCode != 124 || res.SessionEnded != "" {
+				t.Fatalf("loop: %+v", res)
+			}
+			if res, _ := sessionCall(t, id, "print(x)"); res.Stdout != "41\n" {
+				t.Fatalf("after the timeout: %+v", res)
+			}
+			// One that ignores the interrupt ends the session, and says so.
+			res, _ = sessionCall(t, id, "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", "--timeout", "1s")
+			if res.Status != "timeout" || res.SessionEnded != "interpreter_stuck" {
+				t.Fatalf("stuck: %+v", res)
+			}
+			_, r = sessionCall(t, id, "print(x)")
+			if r.code != 125 || !strings.Contains(r.stderr, "no session "+id) {
+				t.Errorf("after the session ended: %d %q", r.code, r.stderr)
+			}
+			assertClean(t)
+
+			// bash: files persist, each call is a fresh process.
+			id = createSession(t, "--lang", "bash", "--runtime", rt)
+			sessionCall(t, id, "echo hi > f; cd /tmp; X=1")
+			if res, _ := sessionCall(t, id, `cat f; pwd; echo "[$X]"`); res.Stdout != "hi\n/workspace\n[]\n" {
+				t.Errorf("bash: %+v", res)
+			}
+			if r := boxer(t, nil, "session", "ls"); !strings.Contains(r.stdout, id) {
+				t.Errorf("ls: %s", r.stdout)
+			}
+			if r := boxer(t, nil, "session", "rm", id); r.code != 0 {
+				t.Errorf("rm: %s", r.stderr)
+			}
+			assertClean(t)
+		})
+	}
+}
+
+// TestSessionExpiry: the idle timeout ends a session at the next boxer
+// call; the lifetime ends the sandbox by itself, with no boxer process
+// running, and the next call reaps what is left.
+func TestSessionExpiry(t *testing.T) {
+	id := createSession(t, "--lang", "python", "--idle-timeout", "2s")
+	time.Sleep(3500 * time.Millisecond)
+	_, r := sessionCall(t, id, "print(1)")
+	if r.code != 125 || !strings.Contains(r.stderr, "idle too long") {
+		t.Errorf("idle: %d %q", r.code, r.stderr)
+	}
+	assertClean(t)
+
+	id = createSession(t, "--lang", "bash", "--lifetime", "3s")
+	ctx := context.Background()
+	c, err := client.LoadContainer(ctx, id)
+	must(t, err)
+	task, err := c.Task(ctx, nil)
+	must(t, err)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := task.Status(ctx)
+		must(t, err)
+		if st.Status == containerd.Stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox still runs past its lifetime: %s", st.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := boxer(t, nil, "session", "ls"); strings.Contains(r.stdout, id) {
+		t.Errorf("ls lists an ended session: %s", r.stdout)
+	}
+	assertClean(t)
+}
+
+// sessionHTTP makes one HTTP request with a token and returns its answer.
+func sessionHTTP(t *testing.T, s *server, token, method, path, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, data
+}
+
+// TestSessionHTTP: a session over HTTP keeps state and files; a second
+// token cannot see, run in, read or remove it (404); idle sessions are
+// ended by the server without a call; SIGKILL of the server, then the next
+// boxer call, leaves nothing.
+func TestSessionHTTP(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			tokens := filepath.Join(t.TempDir(), "tokens")
+			a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
+			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
+			s := startServer(t, "--token-file", tokens)
+			code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`"}`)
+			var sess runner.Session
+			if code != 201 || json.Unmarshal(data, &sess) != nil || !sess.Interpreter {
+				t.Fatalf("create: %d %s", code, data)
+			}
+			runs := "/v1/sessions/" + sess.ID + "/runs"
+			if code, data := sessionHTTP(t, s, a, "POST", runs, `{"code":"x = 41"}`); code != 200 {
+				t.Fatalf("call 1: %d %s", code, data)
+			}
+			code, data = sessionHTTP(t, s, a, "POST", runs, `{"code":"print(x + 1)"}`)
+			var res result
+			if code != 200 || json.Unmarshal(data, &res) != nil || res.Stdout != "42\n" {
+				t.Fatalf("call 2: %d %s", code, data)
+			}
+			file := "/v1/sessions/" + sess.ID + "/files/sub/f.bin"
+			if code, data := sessionHTTP(t, s, a, "PUT", file, "\x00\x01binary"); code != 204 {
+				t.Fatalf("put: %d %s", code, data)
+			}
+			if code, data := sessionHTTP(t, s, a, "GET", file, ""); code != 200 || string(data) != "\x00\x01binary" {
+				t.Errorf("get: %d %q", code, data)
+			}
+			// The other token: as if the session did not exist.
+			for _, c := range []struct{ method, path, body string }{
+				{"POST", runs, `{"code":"print(x)"}`}, {"GET", file, ""}, {"PUT", file, "x"}, {"DELETE", "/v1/sessions/" + sess.ID, ""},
+			} {
+				if code, data := sessionHTTP(t, s, b, c.method, c.path, c.body); code != 404 {
+					t.Errorf("token b %s %s: %d %s", c.method, c.path, code, data)
+				}
+			}
+			if _, data := sessionHTTP(t, s, b, "GET", "/v1/sessions", ""); strings.Contains(string(data), sess.ID) {
+				t.Errorf("token b lists a's session: %s", data)
+			}
+			if _, data := sessionHTTP(t, s, a, "GET", "/v1/sessions", ""); !strings.Contains(string(data), sess.ID) {
+				t.Errorf("token a does not list its session: %s", data)
+			}
+			// Idle: the server ends it by itself.
+			code, data = sessionHTTP(t, s, a, "POST", "/v1/sessions", `{"lang":"bash","runtime":"`+rt+`","idle_timeout":"1s"}`)
+			var idle runner.Session
+			if code != 201 || json.Unmarshal(data, &idle) != nil {
+				t.Fatalf("create idle: %d %s", code, data)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if _, err := client.LoadContainer(context.Background(), idle.ID); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the server did not end an idle session")
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			events := map[string]string{}
+			for end := time.Now().Add(5 * time.Second); events["session_ended "+idle.ID] == "" && time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				for _, l := range s.auditLines(t) {
+					if ev, _ := l["event"].(string); ev != "" {
+						events[ev+" "+l["session"].(string)], _ = l["reason"].(string)
+					}
+				}
+			}
+			if _, ok := events["session_created "+sess.ID]; !ok || events["session_ended "+idle.ID] != "idle" {
+				t.Errorf("audit events: %v", events)
+			}
+			if _, ok := events["session_run "+sess.ID]; !ok {
+				t.Errorf("audit has no call: %v", events)
+			}
+			// SIGKILL: the session is left, and the next call reaps it.
+			must(t, s.cmd.Process.Kill())
+			_ = s.cmd.Wait()
+			if _, err := client.LoadContainer(context.Background(), sess.ID); err != nil {
+				t.Fatalf("want the killed server's session left behind: %v", err)
+			}
+			if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
+				t.Fatalf("run: %s", r.stderr)
+			}
+			assertClean(t)
+		})
+	}
+}
+
+// TestSessionMCP: create_session, then run_code with its session_id keeps
+// state; the session ends when the client disconnects.
+func TestSessionMCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "mcp", "--warm-size", "0")
+	cmd.Env = testEnv
+	c := mcp.NewClient(&mcp.Implementation{Name: "boxer-test", Version: "1"}, nil)
+	session, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "create_session", Arguments: map[string]any{"lang": "python"}})
+	if err != nil || res.IsError {
+		t.Fatalf("create_session: %v %+v", err, res)
+	}
+	var sess runner.Session
+	data, _ := json.Marshal(res.StructuredContent)
+	must(t, json.Unmarshal(data, &sess))
+	var out result
+	for _, code := range []string{"x = 41", "print(x + 1)"} {
+		res, err = session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"session_id": sess.ID, "code": code}})
+		if err != nil || res.IsError {
+			t.Fatalf("run_code %q: %v %+v", code, err, res)
+		}
+		data, _ = json.Marshal(res.StructuredContent)
+		must(t, json.Unmarshal(data, &out))
+	}
+	if out.Stdout != "42\n" || out.Session != sess.ID {
+		t.Errorf("run_code in the session: %+v", out)
+	}
+	must(t, session.Close())
+	_ = cmd.Wait()
+	assertClean(t)
+}
