@@ -10,7 +10,7 @@ LIBEXEC            := /usr/local/lib/boxer/bin
 GO                 ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps test-deps build install demo test test-unit test-security bench vet clean
+.PHONY: all deps test-deps build install demo test test-unit test-security fuzz bench vet clean
 
 all: build
 
@@ -113,6 +113,19 @@ test: deps test-deps vet
 # SECURITY.md against them (make test runs them too).
 test-security: deps vet
 	$(GO) test -count=1 -timeout 30m -run 'TestHostileSuite|TestSecurityTable' ./integration/
+
+# fuzz runs every fuzz target (func FuzzX in a fuzz_test.go or
+# fuzz_linux_test.go) for FUZZTIME each, one at a time: go test -fuzz takes
+# one target a run. make test runs them on their committed corpora
+# (testdata/fuzz/); what a run here finds is written there to keep.
+FUZZTIME ?= 30s
+fuzz:
+	@for dir in $$(git ls-files '*fuzz_test.go' '*fuzz_linux_test.go' | xargs -n1 dirname | sort -u); do \
+		for fn in $$($(GO) test -list '^Fuzz' ./$$dir/ | grep '^Fuzz'); do \
+			echo "==> $$fn in ./$$dir for $(FUZZTIME)"; \
+			$(GO) test -run='^$$' -fuzz="^$$fn\$$" -fuzztime=$(FUZZTIME) ./$$dir/ || exit 1; \
+		done; \
+	done
 
 bench: deps install
 	boxer setup

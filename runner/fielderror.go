@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -115,6 +116,11 @@ func CheckLimit(field string, v float64) error {
 		least, msg = 1, "must be larger than 0"
 	default:
 		return nil
+	}
+	// --cpus is read by strconv.ParseFloat, which takes "NaN" and "Inf":
+	// neither is a limit, and NaN passes every comparison.
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fieldErr(field, "must be a number, not %g", v)
 	}
 	if v < least {
 		return fieldErr(field, "%s, not %s", msg, formatLimit(field, v))

@@ -5,6 +5,7 @@ package runner
 
 import (
 	"io"
+	"math"
 
 	"os"
 	"path/filepath"
@@ -223,6 +224,11 @@ func (r Request) check() error {
 		if err := CheckLimit(l.field, l.v); err != nil {
 			return err
 		}
+	}
+	// (uid_t)-1 is no user to the kernel: chown leaves the owner as it
+	// is, setuid and a tmpfs's uid= refuse it.
+	if r.UID == math.MaxUint32 || r.GID == math.MaxUint32 {
+		return fieldErr(FieldUser, "must be a numeric UID:GID below 4294967295 (-1 to the kernel: no user), not %d:%d", r.UID, r.GID)
 	}
 	if !contains(Runtimes(), r.Runtime) {
 		return fieldErr(FieldRuntime, "must be %s, not %q", strings.Join(Runtimes(), " or "), r.Runtime)

@@ -2,7 +2,8 @@ package seccomp
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
+	"io/fs"
 	"os"
 	"runtime"
 	"slices"
@@ -30,6 +31,21 @@ type profileFile struct {
 	Syscalls        []dockerRule             `json:"syscalls"`
 }
 
+// ProfileError is a seccomp profile Load refuses: the file at Path could
+// not be read (Op "reading") or parsed ("parsing"), or has nothing to
+// apply ("checking").
+type ProfileError struct {
+	Op   string
+	Path string
+	Err  error
+}
+
+func (e *ProfileError) Error() string {
+	return e.Op + " seccomp profile " + e.Path + ": " + e.Err.Error()
+}
+
+func (e *ProfileError) Unwrap() error { return e.Err }
+
 // Load reads an OCI (runtime-spec) or Docker seccomp profile from path.
 // Docker rules that apply only with a capability are dropped (sandboxes have
 // none), as are rules for other architectures. A profile without rules is
@@ -37,11 +53,16 @@ type profileFile struct {
 func Load(path string) (*specs.LinuxSeccomp, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading seccomp profile: %w", err)
+		// The path is the ProfileError's: keep the *fs.PathError's reason.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &ProfileError{Op: "reading", Path: path, Err: err}
 	}
 	var f profileFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("parsing seccomp profile %s: %w", path, err)
+		return nil, &ProfileError{Op: "parsing", Path: path, Err: err}
 	}
 	p := &specs.LinuxSeccomp{
 		DefaultAction:   f.DefaultAction,
@@ -58,7 +79,7 @@ func Load(path string) (*specs.LinuxSeccomp, error) {
 		p.Syscalls = append(p.Syscalls, r.LinuxSyscall)
 	}
 	if p.DefaultAction == "" || len(p.Syscalls) == 0 {
-		return nil, fmt.Errorf("seccomp profile %s needs a defaultAction and syscall rules: boxer never runs without seccomp", path)
+		return nil, &ProfileError{Op: "checking", Path: path, Err: errors.New("it needs a defaultAction and syscall rules: boxer never runs without seccomp")}
 	}
 	if len(p.Architectures) == 0 {
 		p.Architectures = nativeArches()

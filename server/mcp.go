@@ -36,6 +36,15 @@ func runCodeSchema() (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// request is the runner request run_code runs for in, normalized within
+// max: a *runner.FieldError names the argument at fault.
+func (in RunCodeInput) request(max runner.Maxima) (runner.Request, error) {
+	if in.Lang == "" {
+		return runner.Request{}, &runner.FieldError{Field: runner.FieldLang, Message: "is required: one of " + strings.Join(runner.PresetNames(), ", ") + " (or session_id)"}
+	}
+	return RunRequest{Lang: in.Lang, Input: in.Input}.Request(max)
+}
+
 // Language is one entry of list_languages.
 type Language struct {
 	Name  string `json:"name"`
@@ -66,13 +75,10 @@ func NewMCP(r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, conc
 			"exit code, status (exited, timeout, oom, killed, error) and resource use. " +
 			"The working directory /workspace is writable; files put there with 'files' are readable by the code.",
 	}, func(ctx context.Context, call *mcp.CallToolRequest, in RunCodeInput) (*mcp.CallToolResult, runner.Result, error) {
-		if in.Lang == "" && in.SessionID == "" {
-			return nil, runner.Result{}, fmt.Errorf("lang is required: one of %s (or session_id)", strings.Join(runner.PresetNames(), ", "))
-		}
 		var req runner.Request
 		var err error
 		if in.SessionID == "" {
-			if req, err = (RunRequest{Lang: in.Lang, Input: in.Input}).Request(max); err != nil {
+			if req, err = in.request(max); err != nil {
 				return nil, runner.Result{}, err
 			}
 		}

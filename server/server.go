@@ -430,6 +430,10 @@ func caller(r *http.Request) string {
 func decodeError(err error) *APIError {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			// The body itself is not an object ([], "x", 1).
+			return &APIError{Field: "body", Message: "wrong type: want a JSON object"}
+		}
 		// The shared fields sit in the embedded Input struct, which
 		// encoding/json names in the path; callers never see it.
 		return &APIError{Field: strings.TrimPrefix(typeErr.Field, "Input."), Message: "wrong type: want " + typeErr.Type.String()}
@@ -437,7 +441,10 @@ func decodeError(err error) *APIError {
 	msg := err.Error()
 	// encoding/json reports unknown fields only as text.
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &APIError{Field: strings.Trim(f, `"`), Message: "unknown field"}
+		if f = strings.Trim(f, `"`); f == "" {
+			f = `""` // a key with no name: the field still needs one
+		}
+		return &APIError{Field: f, Message: "unknown field"}
 	}
 	if errors.Is(err, io.EOF) {
 		return &APIError{Field: "body", Message: "empty body: want a JSON object"}

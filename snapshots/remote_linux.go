@@ -30,20 +30,7 @@ func Import(ctx context.Context, client *containerd.Client, file, name string, p
 		return nil, err
 	}
 	defer done(context.WithoutCancel(ctx))
-	opts := []containerd.ImportOpt{
-		containerd.WithImportPlatform(platforms.Default()),
-		containerd.WithSkipMissing(),
-		containerd.WithDigestRef(func(d digest.Digest) string {
-			if name != "" {
-				return name
-			}
-			return "import-" + d.Encoded()[:12]
-		}),
-	}
-	if name != "" {
-		opts = append(opts, containerd.WithImageRefTranslator(func(string) string { return name }))
-	}
-	imgs, err := client.Import(ctx, f, opts...)
+	imgs, err := client.Import(ctx, f, importOptions(name)...)
 	if err != nil {
 		return nil, fmt.Errorf("importing %s: %w", file, err)
 	}
@@ -55,6 +42,31 @@ func Import(ctx context.Context, client *containerd.Client, file, name string, p
 		out = append(out, toImage(img))
 	}
 	return out, nil
+}
+
+// importOptions are what Import asks of containerd's importer: this
+// platform's images, blobs the archive leaves out skipped, and a name for
+// every manifest (name, if set).
+func importOptions(name string) []containerd.ImportOpt {
+	opts := []containerd.ImportOpt{
+		containerd.WithImportPlatform(platforms.Default()),
+		containerd.WithSkipMissing(),
+		containerd.WithDigestRef(func(d digest.Digest) string {
+			if name != "" {
+				return name
+			}
+			// The digest is the archive's index.json, unchecked: a
+			// malformed one names nothing (its import fails on the blob).
+			if d.Validate() != nil {
+				return ""
+			}
+			return "import-" + d.Encoded()[:12]
+		}),
+	}
+	if name != "" {
+		opts = append(opts, containerd.WithImageRefTranslator(func(string) string { return name }))
+	}
+	return opts
 }
 
 // Pull fetches ref from its registry, over plain HTTP if plainHTTP, and
