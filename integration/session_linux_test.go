@@ -212,11 +212,23 @@ func TestSessionHTTP(t *testing.T) {
 			tokens := filepath.Join(t.TempDir(), "tokens")
 			a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
-			s := startServer(t, "--token-file", tokens)
+			s := startServer(t, "--token-file", tokens, "--max-sessions", "2")
 			code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`"}`)
 			var sess runner.Session
 			if code != 201 || json.Unmarshal(data, &sess) != nil || !sess.Interpreter {
 				t.Fatalf("create: %d %s", code, data)
+			}
+			// The cap: a second session, then 429, then room again.
+			code, data = sessionHTTP(t, s, b, "POST", "/v1/sessions", `{"lang":"bash","runtime":"`+rt+`"}`)
+			var second runner.Session
+			if code != 201 || json.Unmarshal(data, &second) != nil {
+				t.Fatalf("second session: %d %s", code, data)
+			}
+			if code, data := sessionHTTP(t, s, b, "POST", "/v1/sessions", `{"lang":"bash"}`); code != 429 {
+				t.Errorf("third session past --max-sessions 2: %d %s", code, data)
+			}
+			if code, data := sessionHTTP(t, s, b, "DELETE", "/v1/sessions/"+second.ID, ""); code != 204 {
+				t.Fatalf("delete: %d %s", code, data)
 			}
 			runs := "/v1/sessions/" + sess.ID + "/runs"
 			if code, data := sessionHTTP(t, s, a, "POST", runs, `{"code":"x = 41"}`); code != 200 {

@@ -213,11 +213,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
-	// The run ends when the client goes away or the server's grace is over.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.stopCtx, cancel)
-	defer stop()
+	ctx, done := s.runContext(r)
+	defer done()
 
 	s.metrics.inFlight.Inc()
 	start := time.Now()
@@ -274,6 +271,14 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, code, res)
+}
+
+// runContext is a run's context: it ends when the client goes away or
+// the server's shutdown grace is over.
+func (s *Server) runContext(r *http.Request) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(s.stopCtx, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // admit waits for a free slot (or, the queue full, answers 429) and

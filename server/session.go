@@ -203,10 +203,8 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(s.stopCtx, cancel)
-	defer stop()
+	ctx, done := s.runContext(r)
+	defer done()
 	s.metrics.inFlight.Inc()
 	start := time.Now()
 	res, err := s.runner.RunInSession(ctx, id, owner(r), call, s.cfg.Max)
