@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+)
+
+const (
+	// settleQuiet is how long the server's descriptor count must stay the
+	// same before it counts as idle: its pool refills within a second of
+	// the last request (20 ms of quiet, then a sandbox or two).
+	settleQuiet = 2 * time.Second
+	// settleMax bounds the wait for an idle server.
+	settleMax = 30 * time.Second
+	// sampleEvery spaces the server's RSS and descriptor samples.
+	sampleEvery = 5 * time.Second
+	// stopWait is how long the server may take to stop after SIGTERM:
+	// boxer serve's --shutdown-grace (30 s) and then its pool's teardown.
+	stopWait = time.Minute
+)
+
+// server is a boxer serve on loopback and its figures.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	log    *os.File
+	client *http.Client
+	body   []byte
+	exited chan struct{}
+	err    error // the server's exit, once exited is closed
+
+	mu sync.Mutex
+	// rss (KiB) and fds: after the warm-up, the largest seen, and at the
+	// end; each once idle, the largest from samples while runs went on.
+	rssStart, rssMax, rssEnd int64
+	fdsStart, fdsMax, fdsEnd int
+	stopSampling             func()
+}
+
+// startServer starts boxer serve with the pool of a normal server (boxer
+// serve's own defaults, named), its log in a temporary file, and waits for
+// it to answer.
+func startServer(boxerBin, address, namespace, lang, code string, workers int, timeout time.Duration) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	log, err := os.CreateTemp("", "boxer-soak-serve-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(boxerBin, "--address", address, "--namespace", namespace, "serve", "--listen", addr,
+		"--warm", lang, "--warm-size", "2")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		os.Remove(log.Name())
+		return nil, err
+	}
+	body, _ := json.Marshal(map[string]string{"lang": lang, "code": code})
+	s := &server{
+		cmd: cmd, url: "http://" + addr, log: log, body: body, exited: make(chan struct{}),
+		// One kept connection per worker, as a pool of agents would hold.
+		client: &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: workers}},
+	}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if resp, err := s.client.Get(s.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("boxer serve exited: %v: %s", s.err, s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("boxer serve did not answer on %s: %s", addr, s.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// post runs the code once through POST /v1/runs and checks that it exited
+// 0 having printed 1.
+func (s *server) post(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/runs", bytes.NewReader(s.body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, bytes.TrimSpace(answer))
+	}
+	var res runner.Result
+	if err := json.Unmarshal(answer, &res); err != nil {
+		return fmt.Errorf("POST /v1/runs: %v: %s", err, answer)
+	}
+	if res.Status != runner.StatusExited || res.ExitCode != 0 || res.Stdout != want {
+		return fmt.Errorf("POST /v1/runs: status %s, exit code %d, stdout %q (want %q), stderr %q, error %q",
+			res.Status, res.ExitCode, res.Stdout, want, res.Stderr, res.Error)
+	}
+	return nil
+}
+
+// settle waits until the server is idle (see settleQuiet), and returns its
+// RSS and open descriptors then. Idle connections of the soak's own client
+// are closed first: they are the client's, not the server's.
+func (s *server) settle() (rss int64, fds int, err error) {
+	s.client.CloseIdleConnections()
+	pid := s.cmd.Process.Pid
+	last, since := -1, time.Now()
+	for deadline := time.Now().Add(settleMax); ; time.Sleep(100 * time.Millisecond) {
+		n, err := openFDs(pid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) >= settleQuiet {
+			break
+		}
+		if time.Now().After(deadline) {
+			progress("boxer serve: descriptors still changing after %s; taking %d", settleMax, n)
+			break
+		}
+	}
+	rss, err = vmRSS(pid)
+	return rss, last, err
+}
+
+// sample notes the server's RSS and descriptors now in its maxima.
+func (s *server) sample() {
+	pid := s.cmd.Process.Pid
+	rss, err1 := vmRSS(pid)
+	fds, err2 := openFDs(pid)
+	if err1 != nil || err2 != nil {
+		return // exited: its runs fail and say so
+	}
+	s.mu.Lock()
+	s.rssMax, s.fdsMax = max(s.rssMax, rss), max(s.fdsMax, fds)
+	s.mu.Unlock()
+}
+
+// startSampling takes the idle figures the end is compared with, then
+// samples every sampleEvery until stopSampling.
+func (s *server) startSampling() error {
+	rss, fds, err := s.settle()
+	if err != nil {
+		return err
+	}
+	s.rssStart, s.rssMax, s.fdsStart, s.fdsMax = rss, rss, fds, fds
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(sampleEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.sample()
+			}
+		}
+	}()
+	s.stopSampling = func() { close(done); wg.Wait() }
+	return nil
+}
+
+// status is the server's figures now, for progress lines.
+func (s *server) status() string {
+	pid := s.cmd.Process.Pid
+	rss, _ := vmRSS(pid)
+	fds, _ := openFDs(pid)
+	return fmt.Sprintf("server RSS %.1f MiB, %d fds", mib(rss), fds)
+}
+
+// finish stops the sampling and takes the idle figures at the end.
+func (s *server) finish() error {
+	if s.stopSampling != nil {
+		s.stopSampling()
+	}
+	rss, fds, err := s.settle()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rssEnd, s.fdsEnd = rss, fds
+	s.rssMax, s.fdsMax = max(s.rssMax, rss), max(s.fdsMax, fds)
+	return nil
+}
+
+// stop sends SIGTERM and waits for the server to exit; past stopWait it is
+// killed and that is an error, as is any exit but 0.
+func (s *server) stop() error {
+	defer s.log.Close()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(stopWait):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("boxer serve did not stop within %s of SIGTERM: killed; its log: %s", stopWait, s.log.Name())
+	}
+	if s.err != nil {
+		return fmt.Errorf("boxer serve exited with %v after SIGTERM; its log: %s", s.err, s.log.Name())
+	}
+	return nil
+}
+
+// logTail is the end of the server's log.
+func (s *server) logTail() string {
+	data, _ := os.ReadFile(s.log.Name())
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], " | ")
+}
+
+// vmRSS is a process's resident set in KiB (proc(5), VmRSS).
+func vmRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			return strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
+}
+
+// openFDs is how many descriptors a process has open.
+func openFDs(pid int) (int, error) {
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(es), err
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
