@@ -10,9 +10,9 @@ import (
 )
 
 const (
-	// progressEvery is how many runs apart a phase says where it is: about
-	// three minutes of a sequential CLI phase here, so that an hour's soak
-	// can be watched.
+	// progressEvery is how many runs apart a phase says where it is: one
+	// to three minutes of a sequential phase on the development VM, so
+	// that an hour's soak can be watched.
 	progressEvery = 500
 	// keepErrors is how many failures of a phase are kept to show.
 	keepErrors = 5
