@@ -60,7 +60,7 @@ func main() {
 	flag.StringVar(&o.lang, "lang", "python", "language preset of every run")
 	flag.StringVar(&o.code, "code", "", "code of every run; it must print 1 (default: the preset's example, print(1) for python)")
 	flag.StringVar(&o.boxer, "boxer", "boxer", "boxer binary")
-	flag.StringVar(&o.namespace, "namespace", envOr("BOXER_NAMESPACE", "boxer"), "containerd namespace of the runs and of the count")
+	flag.StringVar(&o.namespace, "namespace", envOr("BOXER_NAMESPACE", "boxer"), "containerd namespace of the runs and of the count; nothing else may use it meanwhile, on any containerd of this host (runc's state and the cgroups are the host's, by namespace)")
 	flag.StringVar(&via, "via", "cli,serve", "ways to run, comma-separated: cli (boxer run), serve (POST /v1/runs)")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 2*time.Minute, "longest one run may take before it counts as failed")
 	// A server that leaks one descriptor per run ends thousands above its
@@ -106,12 +106,14 @@ func main() {
 type report struct {
 	phases []*phase
 	server *server
-	// serverErrs are the server's failures beyond its runs': its figures
-	// past their limits, a bad stop.
-	serverErrs []string
+	// errs are failures beyond the runs': the server's figures past
+	// their limits, its bad stop, a count that could not be made.
+	errs []string
 	// counts are the leftover counts: before the soak, then after each
 	// way of running.
 	counts []checkpoint
+	// interrupted: the soak was stopped before its end.
+	interrupted bool
 }
 
 // checkpoint is one count of leftovers.
@@ -171,7 +173,7 @@ func soak(ctx context.Context, o options) (bool, error) {
 			}
 		}
 		if err != nil {
-			r.serverErrs = append(r.serverErrs, fmt.Sprintf("counting leftovers %s: %v", name, err))
+			r.errs = append(r.errs, fmt.Sprintf("counting leftovers %s: %v", name, err))
 		}
 		r.counts = append(r.counts, checkpoint{name: name, found: found, grown: grown})
 	}
@@ -188,15 +190,12 @@ func soak(ctx context.Context, o options) (bool, error) {
 	}
 	if slices.Contains(o.via, "serve") && ctx.Err() == nil {
 		if err := soakServe(ctx, o, address, r); err != nil {
-			r.serverErrs = append(r.serverErrs, err.Error())
+			r.errs = append(r.errs, err.Error())
 		}
 		check("after boxer serve")
 	}
+	r.interrupted = ctx.Err() != nil
 	ok := r.print(o, address)
-	if ctx.Err() != nil {
-		progress("interrupted: the figures are of the runs made until then")
-		ok = false
-	}
 	if r.server != nil {
 		if ok {
 			os.Remove(r.server.log.Name())
@@ -220,19 +219,25 @@ func soakServe(ctx context.Context, o options, address string, r *report) error 
 	par := &phase{name: fmt.Sprintf("boxer serve, %d clients", o.workers), runs: o.parallelRuns, workers: o.workers, status: s.status}
 	warm.run(ctx, s.post)
 	r.phases = append(r.phases, warm)
-	err = s.startSampling()
-	if err == nil {
+	// An interrupted soak leaves the server's figures out: a ^C reaches
+	// the server too, which then stops on its own.
+	if ctx.Err() == nil {
+		err = s.startSampling()
+	}
+	if err == nil && ctx.Err() == nil {
 		progress("boxer serve (pid %d) idle after the warm-up: %s", s.cmd.Process.Pid, s.status())
 		seq.run(ctx, s.post)
 		par.run(ctx, s.post)
 		r.phases = append(r.phases, seq, par)
-		if err = s.finish(); err == nil {
-			progress("boxer serve idle at the end: %s", s.status())
-			r.serverErrs = append(r.serverErrs, s.check(o)...)
+		if ctx.Err() == nil {
+			if err = s.finish(); err == nil {
+				progress("boxer serve idle at the end: %s", s.status())
+				r.errs = append(r.errs, s.check(o)...)
+			}
 		}
 	}
-	if serr := s.stop(); serr != nil {
-		r.serverErrs = append(r.serverErrs, serr.Error())
+	if serr := s.stop(); serr != nil && ctx.Err() == nil {
+		r.errs = append(r.errs, serr.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("boxer serve's figures: %w", err)
@@ -318,10 +323,10 @@ func (r *report) print(o options, address string) bool {
 		}
 	}
 	fmt.Println()
-	if s := r.server; s != nil && s.rssStart > 0 {
-		fmt.Printf("boxer serve, idle after %d warm-up runs → idle at the end (largest sampled every %s): RSS %.1f → %.1f MiB (largest %.1f, limit %.1f); open descriptors %d → %d (largest %d, limit %d)\n\n",
-			o.warmup, sampleEvery, mib(s.rssStart), mib(s.rssEnd), mib(s.rssMax), mib(int64(s.rssLimit(o))),
-			s.fdsStart, s.fdsEnd, s.fdsMax, s.fdsStart+o.fdSlack)
+	if s := r.server; s != nil && s.rssEnd > 0 {
+		fmt.Printf("boxer serve, idle after %d warm-up runs → idle at the end: RSS %.1f → %.1f MiB (limit %.1f; largest seen, every %s and at each progress line: %.1f); open descriptors %d → %d (limit %d; largest seen: %d)\n\n",
+			o.warmup, mib(s.rssStart), mib(s.rssEnd), mib(int64(s.rssLimit(o))), sampleEvery, mib(s.rssMax),
+			s.fdsStart, s.fdsEnd, s.fdsStart+o.fdSlack, s.fdsMax)
 	}
 	header, rule := "| left behind |", "|---|"
 	for i, c := range r.counts {
@@ -365,13 +370,17 @@ func (r *report) print(o options, address string) bool {
 			fmt.Printf("%s, failed %s\n", p.name, e)
 		}
 	}
-	for _, e := range r.serverErrs {
+	for _, e := range r.errs {
 		ok = false
 		fmt.Println(e)
 	}
-	if ok {
+	switch {
+	case r.interrupted:
+		ok = false
+		fmt.Println("soak interrupted: the figures are of the runs made until then")
+	case ok:
 		fmt.Println("soak passed: every run printed 1, nothing left behind")
-	} else {
+	default:
 		fmt.Println("soak FAILED")
 	}
 	return ok

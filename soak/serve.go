@@ -160,19 +160,6 @@ func (s *server) settle() (rss int64, fds int, err error) {
 	return rss, last, err
 }
 
-// sample notes the server's RSS and descriptors now in its maxima.
-func (s *server) sample() {
-	pid := s.cmd.Process.Pid
-	rss, err1 := vmRSS(pid)
-	fds, err2 := openFDs(pid)
-	if err1 != nil || err2 != nil {
-		return // exited: its runs fail and say so
-	}
-	s.mu.Lock()
-	s.rssMax, s.fdsMax = max(s.rssMax, rss), max(s.fdsMax, fds)
-	s.mu.Unlock()
-}
-
 // startSampling takes the idle figures the end is compared with, then
 // samples every sampleEvery until stopSampling.
 func (s *server) startSampling() error {
@@ -193,7 +180,7 @@ func (s *server) startSampling() error {
 			case <-done:
 				return
 			case <-t.C:
-				s.sample()
+				s.status()
 			}
 		}
 	}()
@@ -201,11 +188,18 @@ func (s *server) startSampling() error {
 	return nil
 }
 
-// status is the server's figures now, for progress lines.
+// status is the server's figures now, for progress lines; they count
+// towards its maxima too.
 func (s *server) status() string {
 	pid := s.cmd.Process.Pid
-	rss, _ := vmRSS(pid)
-	fds, _ := openFDs(pid)
+	rss, err1 := vmRSS(pid)
+	fds, err2 := openFDs(pid)
+	if err1 != nil || err2 != nil {
+		return "server gone"
+	}
+	s.mu.Lock()
+	s.rssMax, s.fdsMax = max(s.rssMax, rss), max(s.fdsMax, fds)
+	s.mu.Unlock()
 	return fmt.Sprintf("server RSS %.1f MiB, %d fds", mib(rss), fds)
 }
 

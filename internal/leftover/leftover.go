@@ -5,7 +5,9 @@
 // stretch of runs, give what the runs left: Growth.
 //
 // It is the soak's (and any long-run check's) idea of "left behind", the one
-// the integration tests' assertClean checks after each test.
+// the integration tests' assertClean checks after each test. runc's state
+// and the cgroups are the host's, found by namespace alone: another
+// containerd's sandboxes in the same namespace are counted too.
 package leftover
 
 import (
