@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/boxer-dev/boxer/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,12 +73,25 @@ func checkAt(m Mode, root string) error {
 			}
 		}
 	default:
-		return errors.New("no cgroup filesystem is mounted at " + root)
+		return &fault.Error{
+			What: "no cgroup filesystem is mounted at " + root,
+			Do:   "mount one (mount -t cgroup2 none " + root + "): boxer cannot enforce its limits without it",
+		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("cgroup controllers %s are not available (%s): boxer cannot enforce its limits", strings.Join(missing, ", "), m)
+	if len(missing) == 0 {
+		return nil
 	}
-	return nil
+	list := strings.Join(missing, ", ")
+	if m == Unified {
+		return &fault.Error{
+			What: "cgroup v2 controllers " + list + " are not available in " + root,
+			Do:   "the kernel must offer them to cgroup v2 (not bound to a v1 mount, not disabled with cgroup_disable=); boxer cannot enforce its limits without them ('boxer doctor' lists what the host has)",
+		}
+	}
+	return &fault.Error{
+		What: "cgroup v1 controllers " + list + " are not mounted under " + root,
+		Do:   "mount each (mount -t cgroup -o NAME cgroup " + root + "/NAME) or boot with cgroup v2; boxer cannot enforce its limits without them ('boxer doctor' lists what the host has)",
+	}
 }
 
 // Controllers lists the controllers available in mode m, for doctor.
@@ -267,6 +282,24 @@ func Remove(m Mode, path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Destroy removes the cgroup at path like Remove, but a cgroup that still
+// has processes has them killed first and is retried until wait has passed:
+// a runtime's helpers (gVisor's gofer and sandbox processes) can outlive
+// the task containerd deleted by a few milliseconds, or by ever, when the
+// runtime lost track of them. Only for a sandbox's own cgroup, whose
+// processes are all the sandbox's.
+func Destroy(m Mode, path string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := Remove(m, path)
+		if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		Kill(m, path)
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Exists reports whether the cgroup at path is there in any hierarchy.

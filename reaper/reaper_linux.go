@@ -86,15 +86,17 @@ func (cfg Config) reap(ctx context.Context) {
 		}
 		created := taskCreated(ctx, c)
 		if err := cfg.Destroy(ctx, c); err != nil {
-			log.G(ctx).WithError(err).Warnf("reaping sandbox %s", c.ID())
-			continue
+			// What the teardown could not remove is swept like a lost
+			// sandbox's parts.
+			log.G(ctx).WithError(err).Debugf("reaping sandbox %s", c.ID())
+			created = false
 		}
 		if !created {
 			halfMade = append(halfMade, c.ID())
 		}
 	}
-	// Only a sandbox whose task was not fully made when its boxer died can
-	// have parts containerd lost (see sweep).
+	// Only a sandbox whose task was not fully made when its boxer died, or
+	// whose teardown failed, can have parts containerd lost (see sweep).
 	if len(halfMade) > 0 {
 		cfg.sweep(ctx, halfMade)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
@@ -12,6 +13,10 @@ import (
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 )
+
+// cgroupGrace is how long destroy waits for a sandbox's cgroup to empty
+// once its task is gone, killing what is left in it.
+const cgroupGrace = 2 * time.Second
 
 // destroy removes everything the sandbox is, from whatever state it is in:
 // task (killed if it still runs), container, run directory and workspace,
@@ -42,7 +47,7 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
 	}
-	if err := cgroups.Remove(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id)); err != nil {
+	if err := cgroups.Destroy(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id), cgroupGrace); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
