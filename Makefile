@@ -102,7 +102,7 @@ vet:
 	$(GO) vet ./...
 
 test-unit:
-	$(GO) test -count=1 ./cgroups/ ./oci/ ./seccomp/ ./egress/ ./secrets/ ./runner/ ./reaper/ ./snapshots/ ./daemon/ ./server/ ./cmd/... ./internal/... .
+	$(GO) test -count=1 ./cgroups/ ./fault/ ./oci/ ./seccomp/ ./egress/ ./secrets/ ./runner/ ./reaper/ ./snapshots/ ./daemon/ ./server/ ./cmd/... ./internal/... .
 
 # test runs every test: unit tests and the sandbox tests on a private
 # containerd that the tests start and stop themselves.

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxer-dev/boxer/fault"
 )
 
 // The v2 fixtures under testdata/v2 are cgroup2 files in the kernel's format
@@ -81,8 +83,32 @@ func TestCheckV2Controllers(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := checkAt(Unified, root)
-	if err == nil || !contains(err.Error(), "memory, cpu, pids") {
-		t.Errorf("err = %v, want memory, cpu, pids missing", err)
+	if !fault.Is(err) || !contains(err.Error(), "memory, cpu, pids") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err = %v, want a one-line fault naming memory, cpu, pids", err)
+	}
+}
+
+// TestCheckV1Controllers checks a v1 host whose controllers are not all
+// mounted: plain directories where cpu and pids should be cgroup mounts.
+func TestCheckV1Controllers(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []string{"cpu", "pids"} {
+		if err := os.Mkdir(filepath.Join(root, c), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := checkAt(Legacy, root)
+	if !fault.Is(err) || !contains(err.Error(), "cgroup v1 controllers "+strings.Join(required, ", ")+" are not mounted") || !contains(err.Error(), "mount -t cgroup") {
+		t.Errorf("err = %v, want a fault naming every controller and saying how to mount them", err)
+	}
+	if err := checkAt(Unavailable, root); !fault.Is(err) || !contains(err.Error(), "no cgroup filesystem is mounted at "+root) {
+		t.Errorf("no cgroups: err = %v", err)
+	}
+	// And a host that has them all (this one) passes.
+	if m := DetectMode(); m == Legacy || m == Hybrid {
+		if err := checkAt(m, Root); err != nil {
+			t.Errorf("this host (%s): %v", m, err)
+		}
 	}
 }
 

@@ -39,12 +39,15 @@ type Runner struct {
 	// bundles, where known (boxer's private daemon): for the reaper.
 	realShim   string
 	bundlesDir string
-	reaper     *reaper.Reaper
-	egress     egressSetup
-	pool       *pool
-	secrets    *secrets.Store
-	inject     []secrets.Injection
-	cleanups   sync.WaitGroup
+	// private says that containerd is boxer's own, which the next boxer
+	// command starts again should it stop.
+	private  bool
+	reaper   *reaper.Reaper
+	egress   egressSetup
+	pool     *pool
+	secrets  *secrets.Store
+	inject   []secrets.Injection
+	cleanups sync.WaitGroup
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
@@ -58,6 +61,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	address, err := daemon.Resolve(ctx, o.Daemon, o.Address, o.Progress)
 	if err != nil {
 		return nil, err
+	}
+	if o.Address != "" && !daemon.Answers(address) {
+		// Said at once, not after the client's dial timeout.
+		return nil, noContainerd(address)
 	}
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(o.Namespace), containerd.WithTimeout(5*time.Second))
 	if err != nil {
@@ -81,6 +88,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, err
 	}
 	if address == o.Daemon.Address() {
+		r.private = true
 		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
 		r.realShim, _ = o.Daemon.RuncShimPath()
 		r.useShimWrapper(ctx)
@@ -129,6 +137,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	res = Result{ID: newID(), Status: StatusError, ExitCode: ExitBoxer, Runtime: req.Runtime, Image: req.Image}
 	defer func() {
 		if retErr != nil {
+			retErr = r.fault(ctx, retErr)
 			res.Error = retErr.Error()
 		}
 	}()

@@ -123,7 +123,8 @@ func validSessionID(id string) bool {
 
 // CreateSession makes a session and returns it once it runs (its
 // interpreter may still be starting: the first call waits for it).
-func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxima, smax SessionMaxima) (Session, error) {
+func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxima, smax SessionMaxima) (_ Session, retErr error) {
+	defer func() { retErr = r.fault(ctx, retErr) }()
 	req, idle, lifetime, err := sr.normalize(max, smax)
 	if err != nil {
 		return Session{}, err
@@ -459,6 +460,7 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 	res = Result{ID: id, Session: id, Status: StatusError, ExitCode: ExitBoxer}
 	defer func() {
 		if retErr != nil {
+			retErr = r.fault(ctx, retErr)
 			res.Error = retErr.Error()
 		}
 	}()

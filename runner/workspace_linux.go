@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/boxer-dev/boxer/fault"
 	"golang.org/x/sys/unix"
 )
 
@@ -235,8 +236,14 @@ func copyOutOf(from *os.Root, dst string, budget int64) ([]File, int, error) {
 			}
 			n, err := copyOutFile(root, rel, from, info)
 			if err != nil {
-				if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-					return fmt.Errorf("copying out to %s: %w", dst, err)
+				if _, full := fault.NoSpace(err); full {
+					// No half-written file: what is there is whole.
+					_ = root.Remove(rel)
+					return &fault.Error{
+						What: fmt.Sprintf("no space left on device copying /workspace out to %s (%d files copied, %s did not fit)", dst, len(files), rel),
+						Do:   "free space there, or copy out to a directory on another filesystem, and run again",
+						Err:  err,
+					}
 				}
 				skipped++
 				return nil

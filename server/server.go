@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -239,6 +240,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		code = http.StatusBadRequest
+	case fault.Is(err):
+		// The host failed (containerd gone, a full disk): the request
+		// may well succeed once it is fixed.
+		code = http.StatusServiceUnavailable
 	default:
 		code = http.StatusInternalServerError
 	}

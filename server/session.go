@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -139,6 +140,8 @@ func sessionStatus(err error) int {
 		return requestStatus(err)
 	case errors.Is(err, runner.ErrInterrupted):
 		return 499
+	case fault.Is(err):
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

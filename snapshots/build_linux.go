@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/fault"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
@@ -76,6 +77,13 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 	defer func() {
 		if err := removeBuildDir(work); err != nil {
 			o.progress("warning: %v", err)
+		}
+	}()
+	defer func() {
+		// Before the build directory goes: what it holds is part of what
+		// filled the disk.
+		if retErr != nil {
+			retErr = cacheFull(o.CacheDir, o.Name, retErr)
 		}
 	}()
 	rootfs := filepath.Join(work, "rootfs")
@@ -148,6 +156,31 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 	}
 	o.progress("built layer in %.0fs", time.Since(start).Seconds())
 	return nil
+}
+
+// cacheFullBelow is the free space under which a failed download is
+// blamed on a full disk: debootstrap reports a full one as a failed
+// download ("E: Couldn't download ..."), nothing more.
+const cacheFullBelow = 64 << 20
+
+// cacheFull returns, for a build of name that failed with err, the fault
+// of a full layer cache when err is ENOSPC, or a failed download with the
+// cache's filesystem (nearly) full; and err otherwise.
+func cacheFull(cache, name string, err error) error {
+	var st unix.Statfs_t
+	if serr := unix.Statfs(cache, &st); serr != nil {
+		return err
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	_, full := fault.NoSpace(err)
+	if !full && (free >= cacheFullBelow || !strings.Contains(err.Error(), "Couldn't download")) {
+		return err
+	}
+	return &fault.Error{
+		What: fmt.Sprintf("no space left in the layer cache %s (%d MiB free) while building %s", cache, free>>20, name),
+		Do:   "free space there, or set BOXER_CACHE to a directory on a larger filesystem, and run again",
+		Err:  err,
+	}
 }
 
 // removeBuildDir unmounts what an interrupted debootstrap left mounted in

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/docker/go-units"
 	"github.com/urfave/cli/v2"
@@ -106,6 +107,9 @@ func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
 	o.Progress = os.Stderr
 	start := time.Now()
 	img, err := snapshots.Build(c.Context, r.Client(), o)
+	if fault.Is(err) {
+		return hostFault(err)
+	}
 	if err != nil {
 		return fail("building image %s: %v", o.Name, err)
 	}

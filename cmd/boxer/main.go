@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/containerd/log"
 	"github.com/urfave/cli/v2"
@@ -47,6 +48,10 @@ func run(args []string) int {
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return 0
+	}
+	var f *fault.Error
+	if errors.As(err, &f) && f.Err != nil {
+		log.L.WithError(f.Err).Debug("host fault")
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -110,16 +115,38 @@ func interruptedCode() int {
 
 // usageError turns urfave/cli's usage errors into boxer's one-line, exit-125 errors.
 func usageError(c *cli.Context, err error, _ bool) error {
-	return &exitError{code: runner.ExitBoxer, msg: err.Error() + " (see 'boxer " + c.Command.FullName() + " --help')"}
+	return &exitError{code: runner.ExitBoxer, msg: err.Error() + " (see '" + commandPath(c) + " --help')"}
 }
 
-// exitError carries an exit code and an optional one-line message to main.
+// commandPath is the command c runs, as typed: "boxer session create".
+// (Command.FullName lacks the parent commands when a subcommand's flags
+// fail to parse.)
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, l := range c.Lineage() {
+		if l.Command != nil && l.Command.Name != "" {
+			names = append([]string{l.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
+}
+
+// exitError carries an exit code and an optional one-line message to main,
+// and the error it says, if any.
 type exitError struct {
 	code int
 	msg  string
+	err  error
 }
 
 func (e *exitError) Error() string { return e.msg }
+func (e *exitError) Unwrap() error { return e.err }
+
+// hostFault is exit 125 with a host fault's one line; --debug logs the
+// errors under it.
+func hostFault(err error) error {
+	return &exitError{code: runner.ExitBoxer, msg: err.Error(), err: err}
+}
 
 func fail(format string, args ...any) error {
 	return &exitError{code: runner.ExitBoxer, msg: fmt.Sprintf(format, args...)}
@@ -148,6 +175,9 @@ func connect(c *cli.Context, progress io.Writer, reap bool, more ...func(*runner
 		f(&o)
 	}
 	r, err := runner.New(c.Context, o)
+	if fault.Is(err) {
+		return nil, hostFault(err)
+	}
 	if err != nil {
 		return nil, fail("cannot reach containerd: %v (check 'boxer doctor')", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/seccomp"
 	"github.com/docker/go-units"
@@ -279,6 +280,9 @@ func requestError(err error) error {
 	var fe *runner.FieldError
 	if errors.As(err, &fe) {
 		return fail("%s", fe.Render(flagName))
+	}
+	if fault.Is(err) {
+		return hostFault(err)
 	}
 	return fail("%v", err)
 }

@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/boxer-dev/boxer/fault"
+	"github.com/containerd/log"
+)
+
+// fault turns a host failure found in err into one line that says what
+// happened and what to do (docs/reference.md, "When the host fails"); any
+// other error is returned as it is. The chain under it goes to the debug
+// log.
+func (r *Runner) fault(ctx context.Context, err error) error {
+	if err == nil || fault.Is(err) || errors.Is(err, ErrInterrupted) {
+		return err
+	}
+	var f *fault.Error
+	switch path, full := fault.NoSpace(err); {
+	case fault.ContainerdGone(err):
+		f = r.containerdGone(err)
+	case full:
+		f = &fault.Error{What: "no space left on device", Do: "free space on that filesystem and run again", Err: err}
+		if path != "" {
+			f.What += " writing " + path
+		}
+	default:
+		return err
+	}
+	log.G(ctx).WithError(err).Debug(f.What)
+	return f
+}
+
+// containerdGone is the fault of a containerd that went away: its socket
+// gone, or nothing answering on it. boxer's private daemon comes back by
+// itself; a host's own does not.
+func (r *Runner) containerdGone(err error) *fault.Error {
+	sock := strings.TrimPrefix(r.address, "unix://")
+	f := &fault.Error{What: "containerd at " + sock + " stopped answering", Err: err}
+	if _, serr := os.Stat(sock); errors.Is(serr, os.ErrNotExist) {
+		f.What = "containerd's socket " + sock + " is gone"
+	}
+	if r.private {
+		f.Do = "any boxer command (or 'boxer containerd start') starts it again, and the next one removes what is left of this run; run again"
+	} else {
+		f.Do = "start containerd again (e.g. systemctl restart containerd) and run again; the next boxer command removes what is left of this run"
+	}
+	return f
+}
+
+// noContainerd is the fault of an address given by the caller (--address,
+// BOXER_ADDRESS) that nothing answers on.
+func noContainerd(address string) *fault.Error {
+	sock := strings.TrimPrefix(address, "unix://")
+	f := &fault.Error{What: "nothing answers on containerd's socket " + sock, Do: "start containerd, or point --address (BOXER_ADDRESS) at its socket; 'boxer doctor' checks the host"}
+	if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
+		f.What = "no containerd socket at " + sock
+	}
+	return f
+}
