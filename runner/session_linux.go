@@ -394,7 +394,9 @@ func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
 // caller ("" for all), for reason (a client that disconnected, a server
 // that shuts down), and returns them.
 func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []EndedSession {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`, `labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.owner))
+	// One filter, its selectors joined by a comma: containerd ORs
+	// separate filters, which would match every sandbox of this process.
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.owner))
 	if err != nil {
 		return nil
 	}
