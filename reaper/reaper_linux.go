@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 )
 
@@ -98,6 +99,7 @@ func (cfg Config) reap(ctx context.Context) {
 	if len(halfMade) > 0 {
 		cfg.sweep(ctx, halfMade)
 	}
+	cfg.reapRecords(ctx)
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(cfg.Runs)
 	for _, e := range entries {
@@ -118,6 +120,26 @@ func (cfg Config) reap(ctx context.Context) {
 	}
 	if cfg.After != nil {
 		cfg.After(ctx)
+	}
+}
+
+// reapRecords removes the sandbox records of dead boxers' shared shims
+// (see LabelAnchor): their anchors are removed by now, or were never made.
+// A containerd before 2.0 has no sandbox store, and boxer made no record.
+func (cfg Config) reapRecords(ctx context.Context) {
+	store := cfg.Client.SandboxStore()
+	recs, err := store.List(ctx, `labels."`+LabelSandbox+`"==true`)
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("listing sandbox records to reap")
+		return
+	}
+	for _, rec := range recs {
+		if Alive(rec.Labels[LabelOwner]) {
+			continue
+		}
+		if err := store.Delete(ctx, rec.ID); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Warnf("reaping sandbox record %s", rec.ID)
+		}
 	}
 }
 
