@@ -15,7 +15,8 @@ import (
 
 // destroy removes everything the sandbox is, from whatever state it is in:
 // task (killed if it still runs), container, run directory and workspace,
-// and a cgroup a runtime left. It uses a fresh bounded context (the
+// a cgroup a runtime left, and an anchor's sandbox record; a member leaves
+// its anchor. It uses a fresh bounded context (the
 // caller's may be cancelled) and is idempotent.
 func (sb *sandbox) destroy(ctx context.Context) error {
 	if sb.state == stateDestroyed {
@@ -44,6 +45,17 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	}
 	if err := cgroups.Remove(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id)); err != nil {
 		errs = append(errs, err)
+	}
+	if sb.anchor {
+		// An anchor's sandbox record (see shims_linux.go).
+		if err := sb.r.client.SandboxStore().Delete(cctx, sb.id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
+			errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", sb.id, err))
+		}
+	}
+	if sb.member != nil {
+		// After its container: the anchor may go now.
+		sb.r.leaveShim(sb.member)
+		sb.member = nil
 	}
 	return errors.Join(errs...)
 }
