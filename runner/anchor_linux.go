@@ -125,7 +125,7 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 		return err
 	}
 	sb := r.newSandbox(a.id, req, false)
-	sb.anchor = true
+	sb.anchor, sb.anchorOf = true, a
 	a.sb = sb
 	// Only the record's existence matters to containerd: it never calls
 	// a sandbox controller for it (the runc shim has no sandbox API).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
@@ -43,7 +44,7 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
 	}
-	if err := cgroups.Remove(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id)); err != nil {
+	if err := sb.removeCgroup(); err != nil {
 		errs = append(errs, err)
 	}
 	if sb.anchor {
@@ -58,6 +59,39 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 		sb.member = nil
 	}
 	return errors.Join(errs...)
+}
+
+// removeCgroup removes the sandbox's cgroup if a runtime left it. When its
+// shared shim died, its processes outlive their task (containerd's cleanup
+// of the dead shim, which runs "runc delete --force", races this one):
+// they are ended here, and the cgroup goes once they are.
+func (sb *sandbox) removeCgroup() error {
+	path := reaper.CgroupsPath(sb.r.namespace, sb.id)
+	if !sb.shimLost() {
+		return cgroups.Remove(sb.r.cgroups, path)
+	}
+	var err error
+	for deadline := time.Now().Add(orphanWait); ; time.Sleep(orphanWait / 50) {
+		cgroups.Kill(sb.r.cgroups, path)
+		if err = cgroups.Remove(sb.r.cgroups, path); err == nil || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// orphanWait bounds the wait for the processes of a sandbox whose shim
+// died to end.
+const orphanWait = 2 * time.Second
+
+// shimLost says whether the shared shim that served the sandbox died.
+func (sb *sandbox) shimLost() bool {
+	switch {
+	case sb.member != nil:
+		return sb.r.shims.isDead(sb.member)
+	case sb.anchorOf != nil:
+		return sb.r.shims.isDead(sb.anchorOf)
+	}
+	return false
 }
 
 // removeContainer removes a container's task (killing what still runs) and

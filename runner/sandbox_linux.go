@@ -76,11 +76,12 @@ type sandbox struct {
 	pooled bool
 	// session: the sandbox is a session's, which lives across calls.
 	session *sessionMeta
-	// anchor: the sandbox only holds a shim that others share; member is
-	// the anchor whose shim serves this one, nil for a shim of its own
-	// (see shims_linux.go).
-	anchor bool
-	member *anchor
+	// anchor: the sandbox only holds a shim that others share (anchorOf,
+	// when this process made it); member is the anchor whose shim serves
+	// this one, nil for a shim of its own (see shims_linux.go).
+	anchor   bool
+	anchorOf *anchor
+	member   *anchor
 
 	runDir string
 	dirs   sandboxDirs
