@@ -72,7 +72,7 @@ func (cfg Config) reap(ctx context.Context) {
 		log.G(ctx).WithError(err).Debug("listing sandboxes to reap")
 		return
 	}
-	var halfMade []string
+	var leftovers []string
 	for _, c := range containers {
 		labels, err := c.Labels(ctx)
 		if err != nil {
@@ -87,17 +87,21 @@ func (cfg Config) reap(ctx context.Context) {
 		}
 		created := taskCreated(ctx, c)
 		if err := cfg.Destroy(ctx, c); err != nil {
-			log.G(ctx).WithError(err).Warnf("reaping sandbox %s", c.ID())
+			// What it left is the sweep's: a task creation its boxer's
+			// death cut short, on a shim that lives on (a shared one),
+			// can leave processes in its cgroup that no task owns.
+			log.G(ctx).WithError(err).Debugf("reaping sandbox %s", c.ID())
+			leftovers = append(leftovers, c.ID())
 			continue
 		}
 		if !created {
-			halfMade = append(halfMade, c.ID())
+			leftovers = append(leftovers, c.ID())
 		}
 	}
-	// Only a sandbox whose task was not fully made when its boxer died can
-	// have parts containerd lost (see sweep).
-	if len(halfMade) > 0 {
-		cfg.sweep(ctx, halfMade)
+	// Only a sandbox whose task was not fully made when its boxer died, or
+	// whose removal failed, can have parts containerd lost (see sweep).
+	if len(leftovers) > 0 {
+		cfg.sweep(ctx, leftovers)
 	}
 	cfg.reapRecords(ctx)
 	// Run directories of runs that died before their container existed.

@@ -73,24 +73,18 @@ func newShimSet(size, recycle int, newID func() string) *shimSet {
 	return &shimSet{slots: make([]*anchor, size), recycle: max(recycle, 1), now: time.Now, newID: newID}
 }
 
-// pick gives a sandbox an anchor, nil for a shim of its own. Each empty
-// slot gets a new anchor, which the caller makes (made says how it went):
-// mk lists them. The sandbox takes the next made anchor in turn, or, when
-// none is made yet, one being made (it waits on its ready). The caller
-// calls leave when the sandbox is gone.
+// pick gives a sandbox an anchor, nil for a shim of its own: the next made
+// anchor in turn, or, when none is made yet, one being made (the caller
+// waits on its ready). Each empty slot gets a new anchor, which the caller
+// makes (made says how it went): mk lists them. The caller calls leave when
+// the sandbox is gone.
 func (s *shimSet) pick() (a *anchor, mk []*anchor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.off || s.closed || len(s.slots) == 0 || s.now().Before(s.pausedUntil) {
 		return nil, nil
 	}
-	for i, cur := range s.slots {
-		if cur == nil {
-			cur = &anchor{id: s.newID(), slot: i, ready: make(chan struct{}), exited: make(chan struct{})}
-			s.slots[i] = cur
-			mk = append(mk, cur)
-		}
-	}
+	mk = s.fill()
 	var waiting *anchor
 	for range s.slots {
 		cur := s.slots[s.next]
@@ -110,9 +104,24 @@ func (s *shimSet) pick() (a *anchor, mk []*anchor) {
 	a.members++
 	s.shared++
 	if a.joined >= s.recycle {
+		// Its replacement is made now, before a sandbox needs it.
 		s.retire(a)
+		mk = append(mk, s.fill()...)
 	}
 	return a, mk
+}
+
+// fill puts a new anchor in each empty slot and returns them.
+func (s *shimSet) fill() []*anchor {
+	var mk []*anchor
+	for i, cur := range s.slots {
+		if cur == nil {
+			cur = &anchor{id: s.newID(), slot: i, ready: make(chan struct{}), exited: make(chan struct{})}
+			s.slots[i] = cur
+			mk = append(mk, cur)
+		}
+	}
+	return mk
 }
 
 // made records how making a went. A failure retires it, and stops making
