@@ -160,7 +160,8 @@ func buildLayer(ctx context.Context, o BuildOptions, dir string) (retErr error) 
 
 // cacheFullBelow is the free space under which a failed download is
 // blamed on a full disk: debootstrap reports a full one as a failed
-// download ("E: Couldn't download ..."), nothing more.
+// download ("E: Couldn't download ...", "E: Failed getting release file
+// ..."), nothing more.
 const cacheFullBelow = 64 << 20
 
 // cacheFull returns, for a build of name that failed with err, the fault
@@ -173,7 +174,9 @@ func cacheFull(cache, name string, err error) error {
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	_, full := fault.NoSpace(err)
-	if !full && (free >= cacheFullBelow || !strings.Contains(err.Error(), "Couldn't download")) {
+	msg := err.Error()
+	download := strings.Contains(msg, "Couldn't download") || strings.Contains(msg, "Failed getting release file")
+	if !full && (free >= cacheFullBelow || !download) {
 		return err
 	}
 	return &fault.Error{
