@@ -40,7 +40,7 @@ func (r *Runner) fault(ctx context.Context, err error) error {
 func (r *Runner) containerdGone(err error) *fault.Error {
 	sock := strings.TrimPrefix(r.address, "unix://")
 	f := &fault.Error{What: "containerd at " + sock + " stopped answering", Err: err}
-	if _, serr := os.Stat(sock); errors.Is(serr, os.ErrNotExist) {
+	if socketGone(sock) {
 		f.What = "containerd's socket " + sock + " is gone"
 	}
 	if r.private {
@@ -56,8 +56,14 @@ func (r *Runner) containerdGone(err error) *fault.Error {
 func noContainerd(address string) *fault.Error {
 	sock := strings.TrimPrefix(address, "unix://")
 	f := &fault.Error{What: "nothing answers on containerd's socket " + sock, Do: "start containerd, or point --address (BOXER_ADDRESS) at its socket; 'boxer doctor' checks the host"}
-	if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
+	if socketGone(sock) {
 		f.What = "no containerd socket at " + sock
 	}
 	return f
+}
+
+// socketGone says whether nothing is at the socket's path any more.
+func socketGone(sock string) bool {
+	_, err := os.Stat(sock)
+	return errors.Is(err, os.ErrNotExist)
 }
