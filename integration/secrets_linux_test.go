@@ -132,9 +132,17 @@ func canaryScan(t *testing.T, value string) {
 		_ = canary.Process.Kill()
 		_ = canary.Wait()
 	}()
-	if hits := processesHolding(value); len(hits) != 1 {
-		t.Fatalf("the scan of /proc found %d processes holding the canary, want 1: %v", len(hits), hits)
+	// Start returns once execve has closed the child's close-on-exec
+	// pipe, which is before the kernel has set up the new image's
+	// environment: /proc/PID/environ reads empty for a moment. Look again
+	// until it is there.
+	var hits []string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if hits = processesHolding(value); len(hits) == 1 {
+			return
+		}
 	}
+	t.Fatalf("the scan of /proc found %d processes holding the canary, want 1: %v", len(hits), hits)
 }
 
 // waitCh waits for cmd and closes the channel it returns when it exits.
