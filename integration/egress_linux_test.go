@@ -349,7 +349,7 @@ func assertNoLinks(t *testing.T) {
 func TestEgressLeftovers(t *testing.T) {
 	n := internet(t)
 	for _, rt := range runtimes {
-		res, r := netRun(t, n, "--runtime", rt, "--allow-host", "web.test:7000", "--timeout", "2s", "--lang", "python", "-c", `
+		res, r := netRun(t, n, "--runtime", rt, "--allow-host", "web.test:7000", "--timeout", "5s", "--lang", "python", "-c", `
 import socket, time
 s = socket.create_connection(("web.test", 7000), timeout=5)
 time.sleep(60)`)
