@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -110,6 +111,8 @@ func (r *Runner) makeAnchor(ctx context.Context, a *anchor) {
 	}
 	if err == nil {
 		go r.watchAnchor(a)
+		// containerd answers again: what it could not remove before goes.
+		r.removeLostAnchors(ctx)
 	}
 }
 
@@ -172,7 +175,12 @@ func (r *Runner) watchAnchor(a *anchor) {
 	st := <-a.sb.statusC
 	close(a.exited)
 	if news, remove := r.shims.died(a); news {
-		log.L.WithError(st.Error()).Warnf("shared shim %s died: the runs it served end with an error", a.id)
+		l := log.L.WithError(st.Error())
+		if fault.ContainerdGone(st.Error()) {
+			l.Debugf("shared shim %s: containerd stopped answering; a new one is made once it is back", a.id)
+		} else {
+			l.Warnf("shared shim %s died: the runs it served end with an error", a.id)
+		}
 		if remove {
 			r.cleanups.Add(1)
 			defer r.cleanups.Done()
@@ -222,18 +230,48 @@ func (sb *sandbox) memberLost() bool {
 }
 
 // removeAnchor removes a's sandbox (task, container, record); its members
-// are gone.
+// are gone. A removal that fails (containerd is down) is tried again once
+// a new anchor is made, and when the Runner closes.
 func (r *Runner) removeAnchor(a *anchor) {
 	if a.sb == nil {
 		return
 	}
 	if err := a.sb.destroy(context.Background()); err != nil {
-		log.L.WithError(err).Warnf("removing shared shim %s", a.id)
+		log.L.WithError(err).Debugf("removing shared shim %s; tried again later", a.id)
+		r.shims.lose(a.id)
 	}
 }
 
-// closeShims removes the anchors, once their members are gone: Close
-// calls it after the runs and the pool.
+// removeLostAnchors removes the anchors whose removal failed, as leftovers
+// of this process: their sandbox was marked destroyed by the first try.
+func (r *Runner) removeLostAnchors(ctx context.Context) {
+	for _, id := range r.shims.takeLost() {
+		if err := r.removeAnchorByID(ctx, id); err != nil {
+			log.G(ctx).WithError(err).Debugf("removing shared shim %s; tried again later", id)
+			r.shims.lose(id)
+		}
+	}
+}
+
+// removeAnchorByID removes an anchor's container (with its task and
+// cgroup) and its sandbox record, whichever are left.
+func (r *Runner) removeAnchorByID(ctx context.Context, id string) error {
+	var errs []error
+	c, err := r.client.LoadContainer(ctx, id)
+	switch {
+	case err == nil:
+		errs = append(errs, r.destroyLeftover(ctx, c))
+	case !errdefs.IsNotFound(err):
+		errs = append(errs, err)
+	}
+	if err := r.client.SandboxStore().Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
+		errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", id, err))
+	}
+	return errors.Join(errs...)
+}
+
+// closeShims removes the anchors, once their members are gone, and those
+// whose removal failed before: Close calls it after the runs and the pool.
 func (r *Runner) closeShims() {
 	if r.shims == nil {
 		return
@@ -241,6 +279,7 @@ func (r *Runner) closeShims() {
 	for _, a := range r.shims.close() {
 		r.removeAnchor(a)
 	}
+	r.removeLostAnchors(context.Background())
 }
 
 // SharedShimRuns counts the sandboxes that shared a shim with others.

@@ -63,6 +63,8 @@ type shimSet struct {
 	newID       func() string
 	// shared counts the sandboxes that joined an anchor.
 	shared int64
+	// lost are the IDs of anchors whose removal failed.
+	lost []string
 }
 
 // shimRetry is how long sandboxes run with shims of their own after an
@@ -223,4 +225,20 @@ func (s *shimSet) removable(a *anchor) bool {
 	}
 	a.removing = true
 	return true
+}
+
+// lose records an anchor whose removal failed, to be tried again.
+func (s *shimSet) lose(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost = append(s.lost, id)
+}
+
+// takeLost returns the anchors whose removal failed, and forgets them.
+func (s *shimSet) takeLost() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.lost
+	s.lost = nil
+	return ids
 }
