@@ -244,9 +244,13 @@ func (r *Runner) removeAnchor(a *anchor) {
 
 // removeLostAnchors removes the anchors whose removal failed, as leftovers
 // of this process: their sandbox was marked destroyed by the first try.
+// Each removal is bounded: containerd may be gone again.
 func (r *Runner) removeLostAnchors(ctx context.Context) {
 	for _, id := range r.shims.takeLost() {
-		if err := r.removeAnchorByID(ctx, id); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
+		err := r.removeAnchorByID(cctx, id)
+		cancel()
+		if err != nil {
 			log.G(ctx).WithError(err).Debugf("removing shared shim %s; tried again later", id)
 			r.shims.lose(id)
 		}

@@ -164,3 +164,21 @@ func TestShimSetFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestShimSetLost: an anchor whose removal failed is handed out once to be
+// removed again, and again after it fails once more.
+func TestShimSetLost(t *testing.T) {
+	s, _ := testShimSet(1, 100)
+	s.lose("a1")
+	s.lose("a2")
+	if got := fmt.Sprint(s.takeLost()); got != "[a1 a2]" {
+		t.Fatalf("takeLost = %s, want [a1 a2]", got)
+	}
+	if got := s.takeLost(); len(got) != 0 {
+		t.Errorf("takeLost again = %v, want none", got)
+	}
+	s.lose("a2")
+	if got := fmt.Sprint(s.takeLost()); got != "[a2]" {
+		t.Errorf("takeLost after a failed retry = %s, want [a2]", got)
+	}
+}
