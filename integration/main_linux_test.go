@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	containerd "github.com/containerd/containerd/v2/client"
 )
@@ -288,6 +290,13 @@ func assertClean(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("listing snapshots: %v", err)
 	}
+	recs, err := client.SandboxStore().List(ctx)
+	if err != nil {
+		t.Fatalf("listing sandbox records: %v", err)
+	}
+	for _, rec := range recs {
+		t.Errorf("sandbox record %s left behind", rec.ID)
+	}
 	for _, p := range processesMatching(stateDir) {
 		t.Errorf("process left behind: %s", p)
 	}
@@ -355,6 +364,27 @@ func processesMatching(s string) []string {
 		}
 	}
 	return out
+}
+
+// runTasks lists the IDs of the tasks that run programs: every task but
+// those of the anchors through which a server's runc sandboxes share shims
+// (they live as long as the server).
+func runTasks(ctx context.Context) ([]string, error) {
+	tasks, err := client.TaskService().List(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	anchors, err := client.Containers(ctx, `labels."`+reaper.LabelAnchor+`"`)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, tk := range tasks.Tasks {
+		if !slices.ContainsFunc(anchors, func(c containerd.Container) bool { return c.ID() == tk.ID }) {
+			ids = append(ids, tk.ID)
+		}
+	}
+	return ids, nil
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

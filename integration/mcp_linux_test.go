@@ -43,11 +43,11 @@ func TestMCP(t *testing.T) {
 	// boxer mcp keeps one python sandbox pre-created: the first call takes
 	// it (it is gone after the call, and another is made).
 	waitForTask(t)
-	tasks, err := client.TaskService().List(ctx, nil)
-	if err != nil || len(tasks.Tasks) != 1 {
+	tasks, err := runTasks(ctx)
+	if err != nil || len(tasks) != 1 {
 		t.Fatalf("want one pre-created sandbox: %v %v", tasks, err)
 	}
-	warmID := tasks.Tasks[0].ID
+	warmID := tasks[0]
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{
 		"lang":    "python",
 		"code":    "import sys\nprint(6 * 7, open('in.txt').read(), sys.stdin.read())",

@@ -16,6 +16,10 @@ const (
 	LabelSandbox = "boxer.sandbox"
 	// LabelOwner names the boxer process that made it: "pid:starttime".
 	LabelOwner = "boxer.owner"
+	// LabelAnchor marks a sandbox whose shim other sandboxes share (a
+	// server's): a record of its ID in containerd's sandbox store, with
+	// the same labels, goes with it.
+	LabelAnchor = "boxer.anchor"
 )
 
 // CleanupTimeout bounds one teardown, and one pass of the reaper: cleanup

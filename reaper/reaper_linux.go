@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 )
 
@@ -71,7 +72,7 @@ func (cfg Config) reap(ctx context.Context) {
 		log.G(ctx).WithError(err).Debug("listing sandboxes to reap")
 		return
 	}
-	var halfMade []string
+	var leftovers []string
 	for _, c := range containers {
 		labels, err := c.Labels(ctx)
 		if err != nil {
@@ -86,20 +87,23 @@ func (cfg Config) reap(ctx context.Context) {
 		}
 		created := taskCreated(ctx, c)
 		if err := cfg.Destroy(ctx, c); err != nil {
-			// What the teardown could not remove is swept like a lost
-			// sandbox's parts.
+			// What it left is the sweep's: a task creation its boxer's
+			// death cut short, on a shim that lives on (a shared one),
+			// can leave processes in its cgroup that no task owns.
 			log.G(ctx).WithError(err).Debugf("reaping sandbox %s", c.ID())
-			created = false
+			leftovers = append(leftovers, c.ID())
+			continue
 		}
 		if !created {
-			halfMade = append(halfMade, c.ID())
+			leftovers = append(leftovers, c.ID())
 		}
 	}
 	// Only a sandbox whose task was not fully made when its boxer died, or
-	// whose teardown failed, can have parts containerd lost (see sweep).
-	if len(halfMade) > 0 {
-		cfg.sweep(ctx, halfMade)
+	// whose removal failed, can have parts containerd lost (see sweep).
+	if len(leftovers) > 0 {
+		cfg.sweep(ctx, leftovers)
 	}
+	cfg.reapRecords(ctx)
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(cfg.Runs)
 	for _, e := range entries {
@@ -120,6 +124,26 @@ func (cfg Config) reap(ctx context.Context) {
 	}
 	if cfg.After != nil {
 		cfg.After(ctx)
+	}
+}
+
+// reapRecords removes the sandbox records of dead boxers' shared shims
+// (see LabelAnchor): their anchors are removed by now, or were never made.
+// A containerd before 2.0 has no sandbox store, and boxer made no record.
+func (cfg Config) reapRecords(ctx context.Context) {
+	store := cfg.Client.SandboxStore()
+	recs, err := store.List(ctx, `labels."`+LabelSandbox+`"==true`)
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("listing sandbox records to reap")
+		return
+	}
+	for _, rec := range recs {
+		if Alive(rec.Labels[LabelOwner]) {
+			continue
+		}
+		if err := store.Delete(ctx, rec.ID); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Warnf("reaping sandbox record %s", rec.ID)
+		}
 	}
 }
 

@@ -14,13 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupGrace is how long destroy waits for a sandbox's cgroup to empty
-// once its task is gone, killing what is left in it.
-const cgroupGrace = 2 * time.Second
-
 // destroy removes everything the sandbox is, from whatever state it is in:
 // task (killed if it still runs), container, run directory and workspace,
-// and a cgroup a runtime left. It uses a fresh bounded context (the
+// a cgroup a runtime left, and an anchor's sandbox record; a member leaves
+// its anchor. It uses a fresh bounded context (the
 // caller's may be cancelled) and is idempotent.
 func (sb *sandbox) destroy(ctx context.Context) error {
 	if sb.state == stateDestroyed {
@@ -50,8 +47,24 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	if err := cgroups.Destroy(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id), cgroupGrace); err != nil {
 		errs = append(errs, err)
 	}
+	if sb.anchor {
+		// An anchor's sandbox record (see shims_linux.go).
+		if err := sb.r.client.SandboxStore().Delete(cctx, sb.id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
+			errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", sb.id, err))
+		}
+	}
+	if sb.member != nil {
+		// After its container: the anchor may go now.
+		sb.r.leaveShim(sb.member)
+		sb.member = nil
+	}
 	return errors.Join(errs...)
 }
+
+// cgroupGrace is how long destroy waits for a sandbox's cgroup to empty
+// once its task is gone, killing what is left in it: a runtime's helpers
+// (gVisor's), or the processes of a sandbox whose shared shim died.
+const cgroupGrace = 2 * time.Second
 
 // removeContainer removes a container's task (killing what still runs) and
 // the container, tolerating either being gone already. task is the one boxer

@@ -31,6 +31,15 @@ type Options struct {
 	// requests to their hosts, from secrets the sandbox never sees. A rule
 	// applies to a request that names every secret of its template.
 	Inject []secrets.Injection
+	// SharedShims is the number of containerd shims that runc sandboxes
+	// share, in turn, instead of starting one each (on containerd 2.x;
+	// elsewhere, or 0, a shim each). For a long-lived Runner (a server):
+	// each shared shim is held by a sandbox of its own while the Runner
+	// lives. Sessions and gVisor sandboxes always have shims of their own.
+	SharedShims int
+	// ShimRuns is how many sandboxes a shared shim serves before a new one
+	// replaces it; 0 is DefaultShimRuns.
+	ShimRuns int
 }
 
 // EgressOptions are the operator's settings of network egress.

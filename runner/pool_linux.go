@@ -182,6 +182,16 @@ func (r *Runner) take(ctx context.Context, req Request) *sandbox {
 	var sb *sandbox
 	select {
 	case sb = <-ch:
+		if sb.member != nil && r.shims.isDead(sb.member) {
+			// Its shared shim died while it waited, and its program
+			// with it: removed, and the next one taken (or made).
+			r.cleanups.Add(1)
+			go func() {
+				defer r.cleanups.Done()
+				r.pool.teardown(ctx, sb)
+			}()
+			return r.take(ctx, req)
+		}
 	default:
 		// None ready: a filler is making one, which is done sooner than a
 		// sandbox of our own would be (and does not compete with it).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
@@ -41,13 +42,16 @@ type Runner struct {
 	bundlesDir string
 	// private says that containerd is boxer's own, which the next boxer
 	// command starts again should it stop.
-	private  bool
-	reaper   *reaper.Reaper
-	egress   egressSetup
-	pool     *pool
-	secrets  *secrets.Store
-	inject   []secrets.Injection
-	cleanups sync.WaitGroup
+	private bool
+	reaper  *reaper.Reaper
+	egress  egressSetup
+	pool    *pool
+	// shims are the shared shims of runc sandboxes; nil: a shim each.
+	shims      *shimSet
+	shimWarned atomic.Bool
+	secrets    *secrets.Store
+	inject     []secrets.Injection
+	cleanups   sync.WaitGroup
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
@@ -87,11 +91,21 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		client.Close()
 		return nil, err
 	}
+	v2 := r.containerd2(ctx)
 	if address == o.Daemon.Address() {
 		r.private = true
 		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
 		r.realShim, _ = o.Daemon.RuncShimPath()
-		r.useShimWrapper(ctx)
+		if v2 {
+			r.useShimWrapper(ctx)
+		}
+	}
+	if o.SharedShims > 0 {
+		if v2 {
+			r.shims = newShimSet(o.SharedShims, or(o.ShimRuns, DefaultShimRuns), newAnchorID)
+		} else {
+			log.G(ctx).Debug("sandboxes run with shims of their own: sharing one needs containerd 2.x")
+		}
 	}
 	if o.Reap {
 		r.reaper = reaper.Start(ctx, reaper.Config{
@@ -103,12 +117,19 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	return r, nil
 }
 
-// useShimWrapper runs the private daemon's sandboxes through the shim
-// wrapper when that daemon is containerd 2.x (the version that re-runs the
-// shim's delete). Without it everything works the same, only slower.
-func (r *Runner) useShimWrapper(ctx context.Context) {
+// containerd2 says whether containerd is 2.x: the version that re-runs
+// the shim's delete (see useShimWrapper) and has a sandbox store (see
+// shims_linux.go).
+func (r *Runner) containerd2(ctx context.Context) bool {
 	v, err := r.client.Version(ctx)
-	if err != nil || !strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.") || r.realShim == "" {
+	return err == nil && strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.")
+}
+
+// useShimWrapper runs the private daemon's sandboxes through the shim
+// wrapper, on containerd 2.x. Without it everything works the same, only
+// slower.
+func (r *Runner) useShimWrapper(ctx context.Context) {
+	if r.realShim == "" {
 		return
 	}
 	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), reaper.ShimScript(r.realShim)); err == nil {
@@ -121,10 +142,12 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 // Client is the containerd client, for image management.
 func (r *Runner) Client() *containerd.Client { return r.client }
 
-// Close removes the pre-created sandboxes, waits for teardowns and the
-// reaper, and closes the connection.
+// Close removes the pre-created sandboxes, waits for teardowns, removes
+// the shared shims, waits for the reaper, and closes the connection.
 func (r *Runner) Close() error {
 	r.closePool()
+	r.cleanups.Wait()
+	r.closeShims()
 	r.cleanups.Wait()
 	r.reaper.Wait()
 	return r.client.Close()
@@ -289,6 +312,9 @@ func (r *Runner) verifyLimits(id string, l oci.Limits) error {
 func (r *Runner) destroyLeftover(ctx context.Context, c containerd.Container) error {
 	sb := r.newSandbox(c.ID(), Request{}, false)
 	sb.container, sb.state = c, stateCreated
+	if labels, err := c.Labels(ctx); err == nil {
+		sb.anchor = labels[reaper.LabelAnchor] == "true"
+	}
 	return sb.destroy(ctx)
 }
 

@@ -83,3 +83,6 @@ func (r *Runner) CopyToSession(context.Context, string, string, string) error { 
 func (r *Runner) CopyFromSession(context.Context, string, string, string) ([]File, int, error) {
 	return nil, 0, ErrNotLinux
 }
+
+// SharedShimRuns is 0 off Linux.
+func (r *Runner) SharedShimRuns() int64 { return 0 }

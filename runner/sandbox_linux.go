@@ -76,6 +76,12 @@ type sandbox struct {
 	pooled bool
 	// session: the sandbox is a session's, which lives across calls.
 	session *sessionMeta
+	// anchor: the sandbox only holds a shim that others share (anchorOf,
+	// when this process made it); member is the anchor whose shim serves
+	// this one, nil for a shim of its own (see shims_linux.go).
+	anchor   bool
+	anchorOf *anchor
+	member   *anchor
 
 	runDir string
 	dirs   sandboxDirs
@@ -177,38 +183,50 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if sb.session != nil {
 		sb.session.shape(spec, sb.req, labels)
 	}
+	if sb.anchor {
+		labels[reaper.LabelAnchor] = "true"
+	}
 	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil)
 	if err != nil {
 		return err
 	}
+	if sb.shares() {
+		sb.member = r.joinShim(ctx)
+	}
 	opCtx := context.WithoutCancel(ctx)
-	sb.container, err = r.client.NewContainer(opCtx, sb.id,
-		containerd.WithSpec(spec),
-		containerd.WithRuntime(shim, shimOpts),
-		containerd.WithContainerLabels(labels),
-		withRootfs(rootfs),
-	)
-	if err != nil {
-		return fmt.Errorf("creating container: %w", err)
-	}
-	if ctx.Err() != nil {
-		return ErrInterrupted
-	}
-	// stdin is a pipe the program reads once it starts: the request's
-	// stdin is copied in then, so a sandbox can be made before it is known.
-	pr, pw := io.Pipe()
-	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
-	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
-	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
-	creator := cio.NewCreator(cio.WithStreams(sb.stdin, stdout, stderr), cio.WithFIFODir(sb.runDir))
-	if sb.session != nil {
-		// Its first process only keeps it alive: each call brings its own
-		// streams.
-		creator = cio.NullIO
-	}
-	sb.task, err = sb.container.NewTask(opCtx, creator)
-	if err != nil {
-		return &runtimeError{step: "starting sandbox", err: err}
+	for retried := false; ; retried = true {
+		opts := []containerd.NewContainerOpts{
+			containerd.WithSpec(spec),
+			containerd.WithRuntime(shim, shimOpts),
+			containerd.WithContainerLabels(labels),
+			withRootfs(rootfs),
+		}
+		if sb.member != nil {
+			opts = append(opts, containerd.WithSandbox(sb.member.id))
+		}
+		sb.container, err = r.client.NewContainer(opCtx, sb.id, opts...)
+		if err != nil {
+			return fmt.Errorf("creating container: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		sb.task, err = sb.container.NewTask(opCtx, sb.streams())
+		if err == nil {
+			break
+		}
+		if retried || !r.shimDied(opCtx, sb) {
+			return &runtimeError{step: "starting sandbox", err: err}
+		}
+		// Its shared shim died before the task was made: once more, with
+		// the next one.
+		log.G(ctx).WithError(err).Debugf("sandbox %s: its shared shim died, trying another", sb.id)
+		if err := removeContainer(opCtx, sb.container, nil); err != nil {
+			return fmt.Errorf("removing sandbox %s: %w", sb.id, err)
+		}
+		sb.container = nil
+		r.leaveShim(sb.member)
+		sb.member = r.joinShim(ctx)
 	}
 	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
 		return err
@@ -222,6 +240,38 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		}
 	}
 	return nil
+}
+
+// shares says whether the sandbox shares a shim with others: a run's or
+// a pre-created sandbox on runc, when shims are shared. Sessions live too
+// long (their shim could not be recycled), and gVisor's sandboxes each
+// need their own.
+func (sb *sandbox) shares() bool {
+	return sb.r.shims != nil && !sb.anchor && sb.session == nil && sb.req.Runtime == "runc"
+}
+
+// streams makes the sandbox's stdin pipe and output buffers anew and
+// returns what creates its task's IO from them. stdin is a pipe the
+// program reads once it starts: the request's stdin is copied in then, so
+// a sandbox can be made before it is known.
+func (sb *sandbox) streams() cio.Creator {
+	if sb.stdinW != nil {
+		// A task creation tried before: its copy of stdin ends.
+		sb.stdinW.Close()
+	}
+	if sb.gone == nil {
+		sb.gone = make(chan struct{})
+	}
+	pr, pw := io.Pipe()
+	sb.stdin, sb.stdinW = &eofReader{r: pr, eof: make(chan struct{})}, pw
+	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
+	if sb.session != nil || sb.anchor {
+		// Its first process only keeps it alive: a session's calls
+		// bring their own streams.
+		return cio.NullIO
+	}
+	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
+	return cio.NewCreator(cio.WithStreams(sb.stdin, stdout, stderr), cio.WithFIFODir(sb.runDir))
 }
 
 // deliver gives the sandbox its request's code, files and output settings.
@@ -335,6 +385,9 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 		}
 	}
 	if err := status.Error(); err != nil {
+		if sb.memberLost() {
+			return e, fmt.Errorf("the sandbox's shim died (it served other sandboxes too; the next run gets a new one): %w", err)
+		}
 		return e, fmt.Errorf("waiting for sandbox exit: %w", err)
 	}
 	end := time.Now()

@@ -16,7 +16,9 @@ type metrics struct {
 	rejected    *prometheus.CounterVec
 }
 
-func newMetrics(warm func() float64) *metrics {
+// newMetrics makes the series; warm and shared read the runner's counts
+// of runs that took a pre-created sandbox and that shared a shim.
+func newMetrics(warm, shared func() float64) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -42,6 +44,9 @@ func newMetrics(warm func() float64) *metrics {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "boxer_warm_runs_total", Help: "Runs that took a sandbox prepared before the request.",
 	}, warm))
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "boxer_shared_shim_runs_total", Help: "Sandboxes that shared a containerd shim with others instead of starting their own.",
+	}, shared))
 	m.reg.MustRegister(m.runs, m.duration, m.queueWait, m.inFlight, m.queueDepth, m.truncations, m.rejected,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

@@ -92,6 +92,11 @@ func New(r *runner.Runner, cfg Config) *Server {
 				return 0
 			}
 			return float64(r.WarmRuns())
+		}, func() float64 {
+			if r == nil {
+				return 0
+			}
+			return float64(r.SharedShimRuns())
 		}),
 		audit: &auditLog{w: cfg.Audit},
 	}

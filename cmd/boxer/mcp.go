@@ -24,7 +24,7 @@ func mcpCommand() *cli.Command {
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
-		}, append(append(append(append(warmFlags(1), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
+		}, append(append(append(append(append(warmFlags(1), shimFlags()...), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
 		Action: func(c *cli.Context) error {
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
@@ -40,12 +40,16 @@ func mcpCommand() *cli.Command {
 			if max.AllowHosts, err = operatorAllowlist(c); err != nil {
 				return err
 			}
+			shims, err := shimOptions(c)
+			if err != nil {
+				return err
+			}
 			set, err := loadSecrets(c)
 			if err != nil {
 				return err
 			}
 			// stdout carries the protocol: everything else goes to stderr.
-			r, err := connect(c, os.Stderr, true, set.options)
+			r, err := connect(c, os.Stderr, true, set.options, shims)
 			if err != nil {
 				return err
 			}

@@ -43,6 +43,7 @@ func serveCommand() *cli.Command {
 		Action: serveAction,
 	}
 	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
+	cmd.Flags = append(cmd.Flags, shimFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorFileFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
@@ -115,11 +116,15 @@ func serveAction(c *cli.Context) error {
 		cfg.Audit = f
 	}
 
+	shims, err := shimOptions(c)
+	if err != nil {
+		return err
+	}
 	set, err := loadSecrets(c)
 	if err != nil {
 		return err
 	}
-	r, err := connect(c, os.Stderr, true, set.options)
+	r, err := connect(c, os.Stderr, true, set.options, shims)
 	if err != nil {
 		return err
 	}

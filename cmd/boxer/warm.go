@@ -35,3 +35,20 @@ func startWarm(c *cli.Context, r *runner.Runner, max runner.Maxima) error {
 	}
 	return nil
 }
+
+// shimFlags are the shared shim flags of serve and mcp.
+func shimFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "shared-shims", Value: 2, Usage: "containerd shims that runc sandboxes share, in turn, instead of starting one each (containerd 2.x); 0 for a shim each"},
+		&cli.IntFlag{Name: "shim-runs", Value: runner.DefaultShimRuns, Usage: "sandboxes a shared shim serves before a new one replaces it"},
+	}
+}
+
+// shimOptions reads the shared shim flags into the Runner's options.
+func shimOptions(c *cli.Context) (func(*runner.Options), error) {
+	k, n := c.Int("shared-shims"), c.Int("shim-runs")
+	if k < 0 || n < 1 {
+		return nil, fail("--shared-shims must not be negative and --shim-runs must be at least 1")
+	}
+	return func(o *runner.Options) { o.SharedShims, o.ShimRuns = k, n }, nil
+}
