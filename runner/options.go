@@ -31,6 +31,9 @@ type Options struct {
 	// requests to their hosts, from secrets the sandbox never sees. A rule
 	// applies to a request that names every secret of its template.
 	Inject []secrets.Injection
+	// Standby: a run takes a standby of its shape when there is one (see
+	// MakeStandby), as the CLI's runs do.
+	Standby bool
 }
 
 // EgressOptions are the operator's settings of network egress.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -76,6 +77,8 @@ type sandbox struct {
 	pooled bool
 	// session: the sandbox is a session's, which lives across calls.
 	session *sessionMeta
+	// standby: the labels of a CLI's standby (see standby_linux.go).
+	standby map[string]string
 
 	runDir string
 	dirs   sandboxDirs
@@ -177,6 +180,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if sb.session != nil {
 		sb.session.shape(spec, sb.req, labels)
 	}
+	maps.Copy(labels, sb.standby)
 	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil)
 	if err != nil {
 		return err
@@ -206,6 +210,10 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		// streams.
 		creator = cio.NullIO
 	}
+	if sb.standby != nil {
+		// The run that claims it brings its streams.
+		creator = fifosOnly(sb.runDir)
+	}
 	sb.task, err = sb.container.NewTask(opCtx, creator)
 	if err != nil {
 		return &runtimeError{step: "starting sandbox", err: err}
@@ -220,6 +228,10 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		if err := sb.task.Start(opCtx); err != nil {
 			return &runtimeError{step: "starting sandbox", err: err}
 		}
+	}
+	if sb.standby != nil {
+		// Its streams are the claiming run's (see fifosOnly).
+		sb.task.IO().Close()
 	}
 	return nil
 }
