@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -208,12 +209,21 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	if _, err := os.Stat(sb.dirs.Workspace); err != nil {
 		return sb, err
 	}
+	// An image rebuilt since the standby was made (same name, new
+	// content) is the run's: the standby's root is not.
+	opCtx := context.WithoutCancel(ctx)
+	rootfs, err := snapshots.Resolve(opCtx, r.client, req.image())
+	if err != nil {
+		return sb, err
+	}
+	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || info.SnapshotKey != rootfs.Key {
+		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.image())
+	}
 	sb.limits = sandboxLimits(req, r.host)
 	pr, pw := io.Pipe()
 	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
 	sb.stdout, sb.stderr = newCapped(req.OutputLimit, nil), newCapped(req.OutputLimit, nil)
 	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
-	opCtx := context.WithoutCancel(ctx)
 	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.stdin, stdout, stderr)))
 	if err != nil {
 		return sb, fmt.Errorf("attaching to standby: %w", err)
