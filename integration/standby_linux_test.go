@@ -13,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxer-dev/boxer/snapshots"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/errdefs"
 )
 
 // withStandby is the environment of a boxer that takes and leaves
@@ -254,4 +258,46 @@ func TestStandbyMakerKilled(t *testing.T) {
 		t.Fatalf("next run: %s", out.String())
 	}
 	assertClean(t)
+}
+
+// TestStandbyImageReplaced: after an image is replaced under its name (as
+// 'boxer image build' or 'boxer setup' do), a run does not take a standby
+// made from the old one: it makes its own sandbox, on the new image.
+func TestStandbyImageReplaced(t *testing.T) {
+	t.Cleanup(func() { endStandbys(t) })
+	env := withStandby("5m")
+	if r := boxer(t, env, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	waitStandbys(t, 1)
+	ctx := context.Background()
+	is := client.ImageService()
+	get := func(ref string) images.Image {
+		img, err := is.Get(ctx, ref)
+		if errdefs.IsNotFound(err) {
+			img, err = is.Get(ctx, snapshots.NormalizeRef(ref))
+		}
+		must(t, err)
+		return img
+	}
+	bash, python := get("boxer/bash"), get("boxer/python")
+	old := bash.Target
+	bash.Target = python.Target
+	_, err := is.Update(ctx, bash, "target")
+	must(t, err)
+	restore := func() {
+		bash.Target = old
+		if _, err := is.Update(ctx, bash, "target"); err != nil {
+			t.Errorf("restoring boxer/bash: %v", err)
+		}
+	}
+	defer restore()
+	r := boxer(t, env, "--debug", "run", "--no-standby", "--lang", "bash", "-c", "command -v python3")
+	if r.code != 0 || claimed(r) {
+		t.Fatalf("--no-standby run: %d %s", r.code, r.stderr)
+	}
+	r = boxer(t, env, "--debug", "run", "--lang", "bash", "-c", "command -v python3")
+	if r.code != 0 || claimed(r) || !strings.Contains(r.stderr, "was replaced") || r.stdout != "/usr/bin/python3\n" {
+		t.Errorf("run after the image was replaced: %d %q %s", r.code, r.stdout, r.stderr)
+	}
 }
