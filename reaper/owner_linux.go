@@ -45,7 +45,9 @@ func processStart(pid int) string {
 		s = s[i+1:]
 	}
 	f := strings.Fields(s)
-	if len(f) < 20 {
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		// A zombie is dead: its parent has not waited for it yet (a
+		// killed standby maker's parent is init, which may take its time).
 		return ""
 	}
 	return f[19]
@@ -64,6 +66,15 @@ func MakeRunDir(runs, id string) (string, error) {
 		return dir, fmt.Errorf("writing run owner: %w", err)
 	}
 	return dir, nil
+}
+
+// AdoptRunDir makes this process the owner of a run directory another
+// made (a claimed standby's).
+func AdoptRunDir(dir string) error {
+	if err := WriteFileAtomic(filepath.Join(dir, ownerFile), []byte(Self()), 0o600); err != nil {
+		return fmt.Errorf("writing run owner: %w", err)
+	}
+	return nil
 }
 
 // WorkspaceDir is where a run directory's workspace (a tmpfs) is mounted.

@@ -2,6 +2,9 @@ package reaper
 
 import (
 	"os"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,4 +54,31 @@ func TestMakeRunDir(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("run directory still there: %v", err)
 	}
+}
+
+// TestAliveZombie: a process that has exited is dead to the reaper even
+// before its parent waits for it.
+func TestAliveZombie(t *testing.T) {
+	cmd := exec.Command("sleep", "0.2")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	owner := strconv.Itoa(pid) + ":" + processStart(pid)
+	if !Alive(owner) {
+		t.Fatalf("%s is not alive while it sleeps", owner)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if i := strings.LastIndexByte(string(data), ')'); i >= 0 && strings.HasPrefix(string(data[i+1:]), " Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child never became a zombie")
+		}
+	}
+	if Alive(owner) {
+		t.Errorf("zombie %s is alive to the reaper", owner)
+	}
+	_ = cmd.Wait()
 }

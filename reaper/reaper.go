@@ -20,6 +20,23 @@ const (
 	// server's): a record of its ID in containerd's sandbox store, with
 	// the same labels, goes with it.
 	LabelAnchor = "boxer.anchor"
+	// LabelStandby marks a CLI's standby sandbox, made ahead of the next
+	// run of its shape: its value is the shape's key, and empty once a run
+	// has claimed it. Its owner is the process that waits to remove it
+	// when it expires.
+	LabelStandby = "boxer.standby"
+	// LabelStandbyUntil is when a standby expires (Unix seconds).
+	LabelStandbyUntil = "boxer.standby-until"
+)
+
+// Leases a standby's claim and making hold for a moment: containerd
+// creates a lease of a given ID once, which makes them locks that only
+// one boxer process wins. One left by a process that died is removed by
+// the reaper once it is older than LockStale.
+const (
+	ClaimLeasePrefix   = "boxer-claim-"
+	StandbyLeasePrefix = "boxer-standby-"
+	LockStale          = time.Minute
 )
 
 // CleanupTimeout bounds one teardown, and one pass of the reaper: cleanup

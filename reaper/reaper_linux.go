@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
@@ -122,6 +123,7 @@ func (cfg Config) reap(ctx context.Context) {
 			}
 		}
 	}
+	cfg.reapLocks(ctx)
 	if cfg.After != nil {
 		cfg.After(ctx)
 	}
@@ -143,6 +145,28 @@ func (cfg Config) reapRecords(ctx context.Context) {
 		}
 		if err := store.Delete(ctx, rec.ID); err != nil && !errdefs.IsNotFound(err) {
 			log.G(ctx).WithError(err).Warnf("reaping sandbox record %s", rec.ID)
+		}
+	}
+}
+
+// reapLocks removes the standby locks (leases) of dead boxer processes,
+// and any held longer than LockStale: a lock is held for a moment.
+func (cfg Config) reapLocks(ctx context.Context) {
+	ls := cfg.Client.LeasesService()
+	held, err := ls.List(ctx, `labels."`+LabelOwner+`"`)
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("listing locks to reap")
+		return
+	}
+	for _, l := range held {
+		if !strings.HasPrefix(l.ID, ClaimLeasePrefix) && !strings.HasPrefix(l.ID, StandbyLeasePrefix) {
+			continue
+		}
+		if Alive(l.Labels[LabelOwner]) && time.Since(l.CreatedAt) < LockStale {
+			continue
+		}
+		if err := ls.Delete(ctx, l); err != nil {
+			log.G(ctx).WithError(err).Debugf("reaping lock %s", l.ID)
 		}
 	}
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// ShimRuns is how many sandboxes a shared shim serves before a new one
 	// replaces it; 0 is DefaultShimRuns.
 	ShimRuns int
+	// Standby: a run takes a standby of its shape when there is one (see
+	// MakeStandby), as the CLI's runs do.
+	Standby bool
 }
 
 // EgressOptions are the operator's settings of network egress.

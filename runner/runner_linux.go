@@ -33,6 +33,8 @@ type Runner struct {
 	cgroups   cgroups.Mode
 	host      hostFacts
 	owner     string
+	// useStandby: runs claim standbys (Options.Standby).
+	useStandby bool
 	// shim is the runtime for containerd: io.containerd.runc.v2, or the
 	// path of boxer's wrapper around it (see reaper.ShimScript).
 	shim string
@@ -75,17 +77,18 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", address, err)
 	}
 	r := &Runner{
-		client:    client,
-		address:   address,
-		namespace: o.Namespace,
-		stateDir:  o.Daemon.State,
-		runsDir:   filepath.Join(o.Daemon.State, "runs"),
-		cgroups:   cgroups.DetectMode(),
-		host:      hostFacts{Namespace: o.Namespace, NoFile: nofileLimit()},
-		owner:     reaper.Self(),
-		shim:      runcShim,
-		secrets:   o.Secrets,
-		inject:    o.Inject,
+		client:     client,
+		address:    address,
+		namespace:  o.Namespace,
+		stateDir:   o.Daemon.State,
+		runsDir:    filepath.Join(o.Daemon.State, "runs"),
+		cgroups:    cgroups.DetectMode(),
+		host:       hostFacts{Namespace: o.Namespace, NoFile: nofileLimit()},
+		owner:      reaper.Self(),
+		useStandby: o.Standby,
+		shim:       runcShim,
+		secrets:    o.Secrets,
+		inject:     o.Inject,
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
 		client.Close()
@@ -198,6 +201,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 // and the sandbox is, nothing was made.
 func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandbox, error) {
 	if sb := r.take(ctx, req); sb != nil {
+		return sb, nil
+	}
+	if sb := r.claimStandby(ctx, req); sb != nil {
 		return sb, nil
 	}
 	rootfs, err := r.rootfsFor(ctx, req)

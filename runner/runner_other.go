@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 )
@@ -32,6 +33,14 @@ func (r *Runner) Close() error { return nil }
 func (r *Runner) Run(context.Context, Request) (Result, error) {
 	return Result{Status: StatusError, ExitCode: ExitBoxer, Error: ErrNotLinux.Error()}, ErrNotLinux
 }
+
+// MakeStandby fails off Linux.
+func (r *Runner) MakeStandby(context.Context, Request, time.Duration) (string, time.Time, error) {
+	return "", time.Time{}, ErrNotLinux
+}
+
+// ExpireStandby fails off Linux.
+func (r *Runner) ExpireStandby(context.Context, string) error { return ErrNotLinux }
 
 // StartPool fails off Linux.
 func (r *Runner) StartPool(context.Context, []string, int, Maxima) error { return ErrNotLinux }

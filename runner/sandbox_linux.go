@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -82,6 +83,8 @@ type sandbox struct {
 	anchor   bool
 	anchorOf *anchor
 	member   *anchor
+	// standby: the labels of a CLI's standby (see standby_linux.go).
+	standby map[string]string
 
 	runDir string
 	dirs   sandboxDirs
@@ -186,6 +189,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if sb.anchor {
 		labels[reaper.LabelAnchor] = "true"
 	}
+	maps.Copy(labels, sb.standby)
 	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil)
 	if err != nil {
 		return err
@@ -239,6 +243,10 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			return &runtimeError{step: "starting sandbox", err: err}
 		}
 	}
+	if sb.standby != nil {
+		// Its streams are the claiming run's (see fifosOnly).
+		sb.task.IO().Close()
+	}
 	return nil
 }
 
@@ -269,6 +277,10 @@ func (sb *sandbox) streams() cio.Creator {
 		// Its first process only keeps it alive: a session's calls
 		// bring their own streams.
 		return cio.NullIO
+	}
+	if sb.standby != nil {
+		// The run that claims it brings its streams.
+		return fifosOnly(sb.runDir)
 	}
 	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
 	return cio.NewCreator(cio.WithStreams(sb.stdin, stdout, stderr), cio.WithFIFODir(sb.runDir))

@@ -98,6 +98,7 @@ func newApp() *cli.App {
 			containerdCommand(),
 			serveCommand(),
 			mcpCommand(),
+			standbyCommand(),
 		},
 	}
 }

@@ -49,6 +49,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "user", Value: fmt.Sprintf("%d:%d", runner.DefaultUID, runner.DefaultGID), Usage: "`UID:GID` inside the sandbox"},
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "replace the default seccomp allowlist with an OCI or Docker JSON profile `FILE`"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON result object on stdout"},
+			&cli.BoolFlag{Name: "no-standby", Usage: "neither take nor leave a standby sandbox (also " + standbyEnv + "=0)"},
 		}, runSecretFlags()...),
 		Action: runAction,
 	}
@@ -85,7 +86,8 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	req.Secrets = set.refs
-	r, err := connect(c, os.Stderr, true, set.options)
+	standby := standbyOn(c)
+	r, err := connect(c, os.Stderr, true, set.options, func(o *runner.Options) { o.Standby = standby })
 	if err != nil {
 		if c.Context.Err() != nil {
 			return &exitError{code: interruptedCode(), msg: "interrupted"}
@@ -108,6 +110,9 @@ func runAction(c *cli.Context) error {
 	}
 	if err != nil {
 		return requestError(err)
+	}
+	if standby {
+		leaveStandby(c, req)
 	}
 	if !jsonOut {
 		noteResult(os.Stderr, res, req)

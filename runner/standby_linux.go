@@ -1,0 +1,294 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/snapshots"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+)
+
+// A standby is the CLI's pre-created sandbox (docs/reference.md,
+// "Standby sandboxes"): after a run, a detached boxer process makes one
+// sandbox of the run's shape, gated like the server's pre-created ones,
+// and the next run of that shape claims it instead of making its own.
+// Nothing stays in memory between the two boxer processes: the standby is
+// a labelled container, and its claim a containerd lease of a fixed ID,
+// which containerd creates once (the loser of a race gets
+// AlreadyExists). The process that made it sleeps until it expires, then
+// claims it like a run would and removes it; should that process die, the
+// standby's owner is dead and the next boxer command reaps it.
+
+// MakeStandby makes a standby of req's shape that expires after idle,
+// unless the caps are reached or another process is making one of that
+// shape: then id is empty. The standby is left on the host: the caller
+// removes it at until with ExpireStandby.
+func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duration) (id string, until time.Time, err error) {
+	req, err = req.Normalize()
+	if err != nil {
+		return "", until, err
+	}
+	if !StandbyEligible(req) {
+		return "", until, errors.New("a run with secrets or network egress has no standby")
+	}
+	key := standbyKey(req)
+	unlock, ok, err := r.lock(ctx, reaper.StandbyLeasePrefix+key)
+	if err != nil || !ok {
+		return "", until, err
+	}
+	defer unlock()
+	mine, all, err := r.standbys(ctx, key)
+	if err != nil {
+		return "", until, err
+	}
+	if mine >= StandbyPerShape || all >= StandbyTotal {
+		return "", until, nil
+	}
+	rootfs, err := r.rootfsFor(ctx, req)
+	if err != nil {
+		return "", until, err
+	}
+	until = time.Now().Add(idle)
+	sb := r.newSandbox(newID(), req, true)
+	sb.standby = map[string]string{reaper.LabelStandby: key, reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
+	if err := sb.make(ctx, rootfs); err != nil {
+		return "", until, errors.Join(err, sb.destroy(ctx))
+	}
+	return sb.id, until, nil
+}
+
+// standbys counts the unclaimed standbys of shape key, and of all shapes.
+func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err error) {
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("listing standbys: %w", err)
+	}
+	for _, c := range cs {
+		labels, err := c.Labels(ctx)
+		if err != nil || labels[reaper.LabelStandby] == "" {
+			continue
+		}
+		all++
+		if labels[reaper.LabelStandby] == key {
+			mine++
+		}
+	}
+	return mine, all, nil
+}
+
+// ExpireStandby removes standby id, unless a run claimed it first.
+func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return err
+	}
+	ok, err := r.claim(ctx, c, labels[reaper.LabelStandby], true)
+	if err != nil || !ok {
+		return err
+	}
+	return r.destroyLeftover(ctx, c)
+}
+
+// claimStandby returns a standby of req's shape, claimed, with this
+// process's streams on it, or nil when there is none to claim.
+func (r *Runner) claimStandby(ctx context.Context, req Request) *sandbox {
+	if !r.useStandby || !StandbyEligible(req) {
+		return nil
+	}
+	key := standbyKey(req)
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("listing standbys")
+		return nil
+	}
+	// Racing runs try them in different orders.
+	rand.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+	for _, c := range cs {
+		ok, err := r.claim(ctx, c, key, false)
+		if err != nil {
+			log.G(ctx).WithError(err).Debugf("claiming standby %s", c.ID())
+		}
+		if !ok {
+			continue
+		}
+		sb, err := r.adopt(ctx, c, req)
+		if err == nil {
+			log.G(ctx).Debugf("claimed standby %s", c.ID())
+			return sb
+		}
+		log.G(ctx).WithError(err).Debugf("standby %s cannot be used", c.ID())
+		if err := sb.destroy(ctx); err != nil {
+			log.G(ctx).WithError(err).Debugf("removing standby %s", c.ID())
+		}
+	}
+	return nil
+}
+
+// claim makes c, a standby of shape key, this process's: under the claim
+// lock, it checks that c is still an unclaimed standby of that shape, not
+// expired (unless expired is allowed: its maker removing it), and
+// relabels it as claimed and owned by this process. A run that listed c
+// before and takes the lock after sees the new labels and gives up.
+func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, expired bool) (bool, error) {
+	if key == "" {
+		return false, nil
+	}
+	unlock, ok, err := r.lock(ctx, reaper.ClaimLeasePrefix+c.ID())
+	if err != nil || !ok {
+		return false, err
+	}
+	defer unlock()
+	labels, err := c.Labels(ctx)
+	if err != nil {
+		return false, err
+	}
+	if labels[reaper.LabelStandby] != key {
+		return false, nil
+	}
+	until, err := strconv.ParseInt(labels[reaper.LabelStandbyUntil], 10, 64)
+	if !expired && (err != nil || !time.Now().Before(time.Unix(until, 0))) {
+		return false, nil
+	}
+	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: r.owner}); err != nil {
+		return false, fmt.Errorf("claiming standby %s: %w", c.ID(), err)
+	}
+	return true, nil
+}
+
+// lock takes the lease id, which only one process holds at a time: ok is
+// false when another holds it. unlock removes it.
+func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, err error) {
+	ls := r.client.LeasesService()
+	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, r.owner))
+	if errdefs.IsAlreadyExists(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("taking lock %s: %w", id, err)
+	}
+	return func() {
+		if err := ls.Delete(context.WithoutCancel(ctx), l); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Debugf("releasing lock %s", id)
+		}
+	}, true, nil
+}
+
+// adopt turns a claimed standby into this process's sandbox for req: its
+// run directory is this process's, and its program's streams are attached
+// to this process. Its program is the gate's, still waiting for its line.
+func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request) (*sandbox, error) {
+	sb := r.newSandbox(c.ID(), req, true)
+	sb.state, sb.container = stateHeld, c
+	if err := reaper.AdoptRunDir(sb.runDir); err != nil {
+		return sb, err
+	}
+	if req.Lang != "" {
+		sb.dirs.Code = filepath.Join(sb.runDir, "code")
+	}
+	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
+	if _, err := os.Stat(sb.dirs.Workspace); err != nil {
+		return sb, err
+	}
+	// An image rebuilt since the standby was made (same name, new
+	// content) is the run's: the standby's root is not.
+	opCtx := context.WithoutCancel(ctx)
+	rootfs, err := snapshots.Resolve(opCtx, r.client, req.image())
+	if err != nil {
+		return sb, err
+	}
+	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || info.SnapshotKey != rootfs.Key {
+		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.image())
+	}
+	sb.limits = sandboxLimits(req, r.host)
+	pr, pw := io.Pipe()
+	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
+	sb.stdout, sb.stderr = newCapped(req.OutputLimit, nil), newCapped(req.OutputLimit, nil)
+	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
+	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.stdin, stdout, stderr)))
+	if err != nil {
+		return sb, fmt.Errorf("attaching to standby: %w", err)
+	}
+	sb.task = task
+	st, err := task.Status(opCtx)
+	if err != nil || st.Status != containerd.Running {
+		return sb, fmt.Errorf("standby's gate is %s (%v)", st.Status, err)
+	}
+	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
+		return sb, err
+	}
+	if sb.statusC, err = task.Wait(opCtx); err != nil {
+		return sb, fmt.Errorf("waiting on task: %w", err)
+	}
+	return sb, nil
+}
+
+// fifosOnly makes the FIFOs of a standby's streams for a process that
+// does not stay: the shim holds a writer of stdin (so that the program
+// sees EOF only when a client closes it) and a reader of stdout and
+// stderr of its own, but its writer of stdout and stderr opens only once
+// a client reads. So this process opens those readers for the task's
+// creation and closes them once it has started (detachedIO.Close), and
+// never opens stdin at all: a writer of its own would keep the program
+// from ever seeing EOF. The run that claims the standby attaches to them.
+func fifosOnly(dir string) cio.Creator {
+	return func(id string) (cio.IO, error) {
+		fifos, err := cio.NewFIFOSetInDir(dir, id, false)
+		if err != nil {
+			return nil, err
+		}
+		d := &detachedIO{config: fifos.Config}
+		for _, p := range []string{fifos.Stdin, fifos.Stdout, fifos.Stderr} {
+			if err := unix.Mkfifo(p, 0o600); err != nil {
+				return nil, fmt.Errorf("making the standby's streams: %w", err)
+			}
+		}
+		for _, p := range []string{fifos.Stdout, fifos.Stderr} {
+			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err != nil {
+				d.Close()
+				return nil, fmt.Errorf("opening the standby's streams: %w", err)
+			}
+			d.fds = append(d.fds, fd)
+		}
+		return d, nil
+	}
+}
+
+// detachedIO is a task's streams that no one in this process reads or
+// writes: it only holds the readers the task's creation needs.
+type detachedIO struct {
+	config cio.Config
+	fds    []int
+}
+
+func (d *detachedIO) Config() cio.Config { return d.config }
+func (d *detachedIO) Cancel()            {}
+func (d *detachedIO) Wait()              {}
+
+func (d *detachedIO) Close() error {
+	for _, fd := range d.fds {
+		unix.Close(fd)
+	}
+	d.fds = nil
+	return nil
+}
