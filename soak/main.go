@@ -271,7 +271,9 @@ func (s *server) rssLimit(o options) float64 {
 func runCLI(ctx context.Context, o options, address string) error {
 	ctx, cancel := context.WithTimeout(ctx, o.runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, o.boxer, "--address", address, "--namespace", o.namespace, "run", "--lang", o.lang, "-c", o.code)
+	// --no-standby: a standby is left on purpose, for minutes, and would
+	// count as a leftover at the end.
+	cmd := exec.CommandContext(ctx, o.boxer, "--address", address, "--namespace", o.namespace, "run", "--no-standby", "--lang", o.lang, "-c", o.code)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = time.Minute
 	var out, errb strings.Builder
