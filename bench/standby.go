@@ -6,11 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/leftover"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -58,23 +57,7 @@ func endStandbys(boxerBin string) {
 		return
 	}
 	self, _ = filepath.Abs(self)
-	find := func() []int {
-		var pids []int
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err != nil {
-				continue
-			}
-			args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-			if len(args) > 1 && args[0] == self && args[len(args)-1] == "standby" {
-				if pid, err := strconv.Atoi(e.Name()); err == nil {
-					pids = append(pids, pid)
-				}
-			}
-		}
-		return pids
-	}
+	find := func() []int { return leftover.StandbyMakers(self) }
 	for _, pid := range find() {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}

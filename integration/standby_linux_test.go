@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/leftover"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/errdefs"
@@ -68,23 +69,7 @@ func waitStandbys(t *testing.T, n int) []string {
 
 // standbyMakers lists the PIDs of this test run's standby makers: the
 // detached boxer processes that wait to remove their standby.
-func standbyMakers() []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if len(args) > 1 && args[0] == boxerBin && args[len(args)-1] == "standby" {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	return pids
-}
+func standbyMakers() []int { return leftover.StandbyMakers(boxerBin) }
 
 // endStandbys asks every standby maker to remove its standby now (as it
 // does at expiry), and waits for them to exit.

@@ -1,0 +1,29 @@
+package leftover
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// StandbyMakers lists the PIDs of the standby makers the boxer binary bin
+// started: the detached `boxer standby` processes that wait to remove a
+// CLI run's standby sandbox.
+func StandbyMakers(bin string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(args) > 1 && args[0] == bin && args[len(args)-1] == "standby" {
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
