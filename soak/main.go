@@ -45,6 +45,9 @@ type options struct {
 	lang, code, boxer, namespace        string
 	via                                 []string
 	runTimeout                          time.Duration
+	// sharedShims and shimRuns go to boxer serve when set (-1 and 0 leave
+	// its defaults).
+	sharedShims, shimRuns int
 	// The server's limits, past which its figures fail the soak; see main.
 	fdSlack               int
 	rssGrowth, rssSlackMi float64
@@ -62,6 +65,8 @@ func main() {
 	flag.StringVar(&o.boxer, "boxer", "boxer", "boxer binary")
 	flag.StringVar(&o.namespace, "namespace", envOr("BOXER_NAMESPACE", "boxer"), "containerd namespace of the runs and of the count; nothing else may use it meanwhile, on any containerd of this host (runc's state and the cgroups are the host's, by namespace)")
 	flag.StringVar(&via, "via", "cli,serve", "ways to run, comma-separated: cli (boxer run), serve (POST /v1/runs)")
+	flag.IntVar(&o.sharedShims, "shared-shims", -1, "boxer serve --shared-shims (-1: its default)")
+	flag.IntVar(&o.shimRuns, "shim-runs", 0, "boxer serve --shim-runs (0: its default); with -shared-shims 1 and more than the serve runs, one shim serves them all and its RSS shows what a shim grows by")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 2*time.Minute, "longest one run may take before it counts as failed")
 	// A server that leaks one descriptor per run ends thousands above its
 	// start; one that leaks none can still be a few above (a kept
@@ -189,7 +194,7 @@ func soak(ctx context.Context, o options) (bool, error) {
 		check("after boxer run")
 	}
 	if slices.Contains(o.via, "serve") && ctx.Err() == nil {
-		if err := soakServe(ctx, o, address, r); err != nil {
+		if err := soakServe(ctx, o, address, host, r); err != nil {
 			r.errs = append(r.errs, err.Error())
 		}
 		check("after boxer serve")
@@ -208,8 +213,8 @@ func soak(ctx context.Context, o options) (bool, error) {
 
 // soakServe starts a server, warms it up, runs its two phases while its
 // figures are sampled, and stops it.
-func soakServe(ctx context.Context, o options, address string, r *report) error {
-	s, err := startServer(o.boxer, address, o.namespace, o.lang, o.code, o.workers, o.runTimeout)
+func soakServe(ctx context.Context, o options, address string, host leftover.Host, r *report) error {
+	s, err := startServer(o, address, host)
 	if err != nil {
 		return err
 	}
@@ -329,6 +334,7 @@ func (r *report) print(o options, address string) bool {
 		fmt.Printf("boxer serve, idle after %d warm-up runs → idle at the end: RSS %.1f → %.1f MiB (limit %.1f; largest seen, every %s and at each progress line: %.1f); open descriptors %d → %d (limit %d; largest seen: %d)\n\n",
 			o.warmup, mib(s.rssStart), mib(s.rssEnd), mib(int64(s.rssLimit(o))), sampleEvery, mib(s.rssMax),
 			s.fdsStart, s.fdsEnd, s.fdsStart+o.fdSlack, s.fdsMax)
+		fmt.Printf("boxer serve's shims (sampled every %s and at each progress line): %s\n\n", sampleEvery, s.shimSummary())
 	}
 	header, rule := "| left behind |", "|---|"
 	for i, c := range r.counts {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/leftover"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -50,12 +51,20 @@ type server struct {
 	rssStart, rssMax, rssEnd int64
 	fdsStart, fdsMax, fdsEnd int
 	stopSampling             func()
+	// host finds the shims; shims holds each one's RSS (KiB) at its first
+	// sample and the largest seen, by PID.
+	host  leftover.Host
+	shims map[int]*shimRSS
 }
+
+// shimRSS is one shim's resident set: at its first sample, and the
+// largest seen.
+type shimRSS struct{ first, max int64 }
 
 // startServer starts boxer serve with the pool of a normal server (boxer
 // serve's own defaults, named), its log in a temporary file, and waits for
 // it to answer.
-func startServer(boxerBin, address, namespace, lang, code string, workers int, timeout time.Duration) (*server, error) {
+func startServer(o options, address string, host leftover.Host) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -66,19 +75,26 @@ func startServer(boxerBin, address, namespace, lang, code string, workers int, t
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(boxerBin, "--address", address, "--namespace", namespace, "serve", "--listen", addr,
-		"--warm", lang, "--warm-size", "2")
+	args := []string{"--address", address, "--namespace", o.namespace, "serve", "--listen", addr, "--warm", o.lang, "--warm-size", "2"}
+	if o.sharedShims >= 0 {
+		args = append(args, "--shared-shims", strconv.Itoa(o.sharedShims))
+	}
+	if o.shimRuns > 0 {
+		args = append(args, "--shim-runs", strconv.Itoa(o.shimRuns))
+	}
+	cmd := exec.Command(o.boxer, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		os.Remove(log.Name())
 		return nil, err
 	}
-	body, _ := json.Marshal(map[string]string{"lang": lang, "code": code})
+	body, _ := json.Marshal(map[string]string{"lang": o.lang, "code": o.code})
 	s := &server{
 		cmd: cmd, url: "http://" + addr, log: log, body: body, exited: make(chan struct{}),
 		// One kept connection per worker, as a pool of agents would hold.
-		client: &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: workers}},
+		client: &http.Client{Timeout: o.runTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.workers}},
+		host:   host, shims: map[int]*shimRSS{},
 	}
 	go func() {
 		s.err = cmd.Wait()
@@ -200,7 +216,51 @@ func (s *server) status() string {
 	s.mu.Lock()
 	s.rssMax, s.fdsMax = max(s.rssMax, rss), max(s.fdsMax, fds)
 	s.mu.Unlock()
-	return fmt.Sprintf("server RSS %.1f MiB, %d fds", mib(rss), fds)
+	return fmt.Sprintf("server RSS %.1f MiB, %d fds; %s", mib(rss), fds, s.sampleShims())
+}
+
+// sampleShims takes the RSS of the server's shims now and says what it is.
+func (s *server) sampleShims() string {
+	pids, err := s.host.ShimPIDs()
+	if err != nil {
+		return "shims: " + err.Error()
+	}
+	var now []string
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pid := range pids {
+		rss, err := vmRSS(pid)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if sh := s.shims[pid]; sh != nil {
+			sh.max = max(sh.max, rss)
+		} else {
+			s.shims[pid] = &shimRSS{first: rss, max: rss}
+		}
+		now = append(now, fmt.Sprintf("%.1f", mib(rss)))
+	}
+	return fmt.Sprintf("shims RSS [%s] MiB", strings.Join(now, " "))
+}
+
+// shimSummary says how the shims' RSS moved: how many were seen, the
+// largest RSS, and the largest growth of one from its first sample.
+func (s *server) shimSummary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var largest int64
+	var grew *shimRSS
+	for _, sh := range s.shims {
+		largest = max(largest, sh.max)
+		if grew == nil || sh.max-sh.first > grew.max-grew.first {
+			grew = sh
+		}
+	}
+	if grew == nil {
+		return "no shim seen"
+	}
+	return fmt.Sprintf("%d shims seen, RSS at most %.1f MiB; the one that grew most: %.1f → %.1f MiB",
+		len(s.shims), mib(largest), mib(grew.first), mib(grew.max))
 }
 
 // finish stops the sampling and takes the idle figures at the end.

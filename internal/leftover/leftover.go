@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
@@ -228,6 +229,22 @@ func (h Host) shims() ([]string, error) {
 		out = append(out, p.Name()+" "+strings.Join(args, " "))
 	}
 	return out, nil
+}
+
+// ShimPIDs lists the PIDs of h's shims (see shims).
+func (h Host) ShimPIDs() ([]int, error) {
+	shims, err := h.shims()
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(shims))
+	for _, s := range shims {
+		pid, _, _ := strings.Cut(s, " ")
+		if n, err := strconv.Atoi(pid); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids, nil
 }
 
 // flagValue is the argument after name in args, as the shim's flag parser
