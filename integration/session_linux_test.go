@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,7 +25,7 @@ func sessionCall(t *testing.T, id, code string, flags ...string) (result, run) {
 	t.Helper()
 	r := boxer(t, nil, append(append([]string{"session", "run", id, "--json"}, flags...), "-c", code)...)
 	var res result
-	if r.code != 125 {
+	if r.code != 125 || strings.HasPrefix(r.stdout, "{") {
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 			t.Fatalf("session run: bad JSON (%v): %q %q", err, r.stdout, r.stderr)
 		}
@@ -338,4 +340,117 @@ func TestSessionMCP(t *testing.T) {
 	must(t, session.Close())
 	_ = cmd.Wait()
 	assertClean(t)
+}
+
+// wireOf is python that finds the session driver's wire in the
+// interpreter, as hostile code in a call can.
+const wireOf = "import gc, os\nw = [o for o in gc.get_objects() if type(o).__name__ == 'Wire'][0]\n"
+
+// TestSessionWire: a call's code can reach the channel between boxer and
+// its interpreter (it runs in that interpreter); what it writes there ends
+// its own session cleanly, never boxer, and frames it forges for other
+// calls are dropped. Input goes through the channel whole, and input a call
+// does not read holds up nothing. On runc and runsc.
+func TestSessionWire(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			// Input: 300 KiB read whole; 300 KiB left unread.
+			id := createSession(t, "--lang", "python", "--runtime", rt, "--timeout", "20s")
+			in := filepath.Join(t.TempDir(), "in")
+			data := strings.Repeat("0123456789abcdef", 300<<10/16)
+			must(t, os.WriteFile(in, []byte(data), 0o644))
+			res, r := sessionCall(t, id, "import sys, hashlib\nb = sys.stdin.buffer.read()\nprint(len(b), hashlib.sha256(b).hexdigest()[:12])", "--stdin-file", in)
+			if want := "307200 " + sha256Hex([]byte(data))[:12] + "\n"; res.Stdout != want {
+				t.Fatalf("stdin read whole: %+v %s, want %q", res, r.stderr, want)
+			}
+			if res, _ := sessionCall(t, id, "print('unread')", "--stdin-file", in); res.Stdout != "unread\n" || res.ExitCode != 0 {
+				t.Fatalf("stdin unread: %+v", res)
+			}
+			// A frame forged for a later call is dropped; the call's own
+			// output is whole.
+			res, _ = sessionCall(t, id, wireOf+"os.write(w.out, b'out 99 6\\nforged')\nw.send(b'out', 98, b'forged')\nprint('mine')")
+			if res.Stdout != "mine\n" || res.ExitCode != 0 || res.SessionEnded != "" {
+				t.Fatalf("forged frames: %+v", res)
+			}
+			if res, _ := sessionCall(t, id, "print(len('x' * 10))"); res.Stdout != "10\n" {
+				t.Fatalf("after forged frames: %+v", res)
+			}
+			boxer(t, nil, "session", "rm", id)
+			assertClean(t)
+
+			// What is not a frame ends the session, and says why.
+			for name, junk := range map[string]string{
+				"not a frame": `b"not a frame at all\n"`,
+				"huge length": `b"out 1 99999999999\n"`,
+				"no newline":  `b"x" * 70000`,
+			} {
+				id := createSession(t, "--lang", "python", "--runtime", rt)
+				res, _ := sessionCall(t, id, wireOf+"os.write(w.out, "+junk+")\nimport time; time.sleep(1)")
+				if res.Status != "error" || res.SessionEnded != "interpreter_wire_broken" {
+					t.Errorf("%s: %+v", name, res)
+				}
+				if _, r := sessionCall(t, id, "print(1)"); r.code != 125 || !strings.Contains(r.stderr, "no session "+id) {
+					t.Errorf("%s: after: %d %q", name, r.code, r.stderr)
+				}
+				assertClean(t)
+			}
+
+			// An interpreter killed by its call ends the session at once.
+			id = createSession(t, "--lang", "python", "--runtime", rt)
+			res, _ = sessionCall(t, id, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+			if res.Status != "error" || res.SessionEnded != "interpreter_exited" {
+				t.Errorf("interpreter killed: %+v", res)
+			}
+			assertClean(t)
+			// The driver's own hold on its input's writer closed: the
+			// shim's hold on the same FIFO keeps the session going.
+			id = createSession(t, "--lang", "python", "--runtime", rt)
+			sessionCall(t, id, wireOf+"os.close(w.keep)\nx = 3")
+			for i := range 2 {
+				if res, r := sessionCall(t, id, "print(x)"); res.Stdout != "3\n" {
+					t.Errorf("wire's keeper closed, call %d: %+v %d %q", i, res, r.code, r.stderr)
+				}
+			}
+			boxer(t, nil, "session", "rm", id)
+			assertClean(t)
+		})
+	}
+}
+
+// TestSessionOtherNamespace: a detached session of one containerd
+// namespace outlives the reaping of a boxer command in another (run
+// directories are shared by namespaces, not their containers).
+func TestSessionOtherNamespace(t *testing.T) {
+	other := namespace + "-other"
+	r := boxer(t, nil, "--namespace", other, "setup", "--lang", "python")
+	if r.code != 0 {
+		t.Fatalf("setup in %s: %s", other, r.stderr)
+	}
+	r = boxer(t, nil, "--namespace", other, "session", "create", "--lang", "python")
+	if r.code != 0 {
+		t.Fatalf("session create in %s: %s", other, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	t.Cleanup(func() { boxer(t, nil, "--namespace", other, "session", "rm", id) })
+	boxer(t, nil, "--namespace", other, "session", "run", id, "-c", "x = 7")
+	// A run in the test's namespace reaps what it finds dead.
+	if r := boxer(t, nil, "run", "--lang", "python", "-c", "print(1)"); r.code != 0 {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	r = boxer(t, nil, "--namespace", other, "session", "run", id, "-c", "print(x)")
+	if r.code != 0 || r.stdout != "7\n" {
+		t.Errorf("session in %s after a run in %s: %d %q %q", other, namespace, r.code, r.stdout, r.stderr)
+	}
+	if r := boxer(t, nil, "--namespace", other, "session", "rm", id); r.code != 0 {
+		t.Errorf("rm: %s", r.stderr)
+	}
+	if r := boxer(t, nil, "--namespace", other, "image", "rm", "boxer/python"); r.code != 0 {
+		t.Errorf("image rm in %s: %s", other, r.stderr)
+	}
+	assertClean(t)
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

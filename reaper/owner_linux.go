@@ -12,8 +12,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ownerFile, in a run directory, names the boxer process the run belongs to.
-const ownerFile = "owner"
+// ownerFile, in a run directory, names the boxer process the run belongs
+// to; namespaceFile, the containerd namespace of its container: a reaper
+// of another namespace leaves the directory alone.
+const (
+	ownerFile     = "owner"
+	namespaceFile = "namespace"
+)
+
+// RunDirNamespace is the containerd namespace a run directory belongs to,
+// "" if it does not say.
+func RunDirNamespace(dir string) string {
+	ns, _ := os.ReadFile(filepath.Join(dir, namespaceFile))
+	return string(ns)
+}
 
 // Self identifies this process across PID reuse: "pid:starttime".
 func Self() string {
@@ -53,14 +65,17 @@ func processStart(pid int) string {
 	return f[19]
 }
 
-// MakeRunDir creates the run directory of sandbox id under runs and writes
-// its owner, this process. The owner file is written atomically: a
-// concurrent boxer's reaper must never read it half-written (an empty owner
-// is a dead one) and remove the directory.
-func MakeRunDir(runs, id string) (string, error) {
+// MakeRunDir creates the run directory of sandbox id of namespace under
+// runs and writes its namespace and then its owner, this process. The owner
+// file is written atomically: a concurrent boxer's reaper must never read
+// it half-written (an empty owner is a dead one) and remove the directory.
+func MakeRunDir(runs, namespace, id string) (string, error) {
 	dir := filepath.Join(runs, id)
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return "", fmt.Errorf("creating run directory: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, namespaceFile), []byte(namespace), 0o600); err != nil {
+		return dir, fmt.Errorf("writing run namespace: %w", err)
 	}
 	if err := WriteFileAtomic(filepath.Join(dir, ownerFile), []byte(Self()), 0o600); err != nil {
 		return dir, fmt.Errorf("writing run owner: %w", err)

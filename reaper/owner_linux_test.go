@@ -34,13 +34,16 @@ func TestRunDirVerdict(t *testing.T) {
 	}
 }
 
-// TestMakeRunDir: a run directory carries this process as its owner, and
-// RemoveRunDir removes it (twice is fine).
+// TestMakeRunDir: a run directory carries this process as its owner and
+// its namespace, and RemoveRunDir removes it (twice is fine).
 func TestMakeRunDir(t *testing.T) {
 	runs := t.TempDir()
-	dir, err := MakeRunDir(runs, "bx-1")
+	dir, err := MakeRunDir(runs, "ns1", "bx-1")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ns := RunDirNamespace(dir); ns != "ns1" {
+		t.Errorf("namespace %q, want ns1", ns)
 	}
 	owner, err := os.ReadFile(dir + "/" + ownerFile)
 	if err != nil || string(owner) != Self() || !Alive(string(owner)) {

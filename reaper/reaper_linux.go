@@ -109,6 +109,9 @@ func (cfg Config) reap(ctx context.Context) {
 	entries, _ := os.ReadDir(cfg.Runs)
 	for _, e := range entries {
 		dir := filepath.Join(cfg.Runs, e.Name())
+		if ns := RunDirNamespace(dir); ns != "" && ns != cfg.Namespace {
+			continue // another namespace's: its container is not ours to look up
+		}
 		owner, err := os.ReadFile(filepath.Join(dir, ownerFile))
 		var age time.Duration
 		if info, serr := e.Info(); serr == nil {

@@ -33,6 +33,7 @@ const (
 	EndExited      = "sandbox_exited"
 	EndInterpreter = "interpreter_exited"
 	EndStuck       = "interpreter_stuck"
+	EndWireBroken  = "interpreter_wire_broken"
 	EndRemoved     = "removed"
 	EndDisconnect  = "client_disconnected"
 	EndShutdown    = "server_shutdown"

@@ -141,7 +141,7 @@ func (sb *sandbox) prepare() error {
 	if err := sb.to(statePrepared, stateNew); err != nil {
 		return err
 	}
-	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.id); err != nil {
+	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.r.namespace, sb.id); err != nil {
 		return err
 	}
 	if sb.req.Lang != "" {

@@ -133,6 +133,8 @@ func EndText(reason string) string {
 		return "its interpreter exited"
 	case reaper.EndStuck:
 		return "its interpreter did not stop after a call's timeout"
+	case reaper.EndWireBroken:
+		return "a call wrote into the channel between boxer and its interpreter"
 	case reaper.EndRemoved:
 		return "it was removed"
 	case reaper.EndDisconnect:

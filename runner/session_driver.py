@@ -1,16 +1,27 @@
 # boxer's session driver (docs/reference.md, "Sessions"): one long-lived
 # interpreter that runs each call's code in the same namespace, like a
-# notebook kernel. boxer delivers it read-only at /code; each call is a
-# client process (session_call.py) that hands over its stdin, stdout and
-# stderr through a Unix socket and exits with the call's status.
+# notebook kernel. boxer delivers it read-only at /code and starts it with
+# two FIFOs of the session's run directory as its streams: frames come in
+# on fd 0 and go out on fd 1 (runner/session_wire_linux.go has the
+# format); fd 2 is fd 0's own FIFO, which the driver holds open and never
+# writes, so that the FIFO keeps a writer and fd 0 never reads an end
+# between two callers.
 import io
 import os
+import queue
 import signal
-import socket
 import sys
+import threading
 import traceback
 
 SIGINT = {signal.SIGINT}
+# A frame in is at most PIPE_BUF bytes (so that each is written whole);
+# a frame out carries at most CHUNK bytes of output.
+MAX_IN = 4096
+CHUNK = 65536
+# DRAIN bounds the wait for a call's output once its code has returned:
+# a process it left running may hold its streams.
+DRAIN = 0.5
 
 
 def status_of(exc):
@@ -21,6 +32,83 @@ def status_of(exc):
         return code & 0xFF
     print(code, file=sys.stderr)
     return 1
+
+
+class Wire:
+    def __init__(self):
+        self.inp = io.open(os.dup(0), "rb", buffering=CHUNK)
+        self.out = os.dup(1)
+        self.keep = os.dup(2)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        self.lock = threading.Lock()
+
+    def send(self, kind, call, data=b""):
+        frame = memoryview(b"%s %d %d\n" % (kind, call, len(data)) + data)
+        with self.lock:
+            while frame:
+                frame = frame[os.write(self.out, frame):]
+
+    def frames(self):
+        """Yields (kind, call, data) until fd 0 ends; skips what is not a frame."""
+        while True:
+            line = self.inp.readline(64)
+            if not line:
+                return
+            parts = line.split()
+            if len(parts) != 3 or not line.endswith(b"\n"):
+                continue
+            try:
+                call, n = int(parts[1]), int(parts[2])
+            except ValueError:
+                continue
+            if not 0 <= n <= MAX_IN:
+                continue
+            data = self.inp.read(n)
+            if len(data) != n:
+                return
+            yield parts[0], call, data
+
+
+def reader(wire, calls):
+    """Hands each call to the main thread, with a pipe for its stdin that
+    this thread fills from the call's "in" frames."""
+    stdins = {}
+    for kind, call, data in wire.frames():
+        if kind == b"run":
+            # A caller that died mid-call sent no "eof": its calls' input
+            # ends with the next call.
+            for old in [c for c in stdins if c < call]:
+                os.close(stdins.pop(old))
+            r, w = os.pipe()
+            stdins[call] = w
+            calls.put((call, data.decode("ascii", "replace"), r))
+        elif kind in (b"in", b"eof") and call in stdins:
+            w = stdins[call]
+            try:
+                if kind == b"eof":
+                    raise EOFError
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view):]
+            except (OSError, EOFError):
+                # The input ended, or the call did (it no longer reads).
+                os.close(w)
+                del stdins[call]
+    os._exit(0)
+
+
+def pump(wire, fd, kind, call):
+    try:
+        while True:
+            data = os.read(fd, CHUNK)
+            if not data:
+                break
+            wire.send(kind, call, data)
+    finally:
+        os.close(fd)
 
 
 def run(name, ns):
@@ -45,16 +133,20 @@ def run(name, ns):
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGINT)
 
 
-def serve(conn, ns):
-    msg, fds, _, _ = socket.recv_fds(conn, 256, 3)
-    name = msg.decode("ascii", "replace")
-    if len(fds) != 3 or not name.startswith("call-") or "/" in name:
-        for fd in fds:
-            os.close(fd)
+def serve(wire, call, name, stdin, ns):
+    """Runs one call with its own streams, then sends its exit frame."""
+    if not name.startswith("call-") or "/" in name:
+        os.close(stdin)
+        wire.send(b"exit", call, b"1")
         return
-    saved = [os.dup(i) for i in range(3)]
-    for i, fd in enumerate(fds):
-        os.dup2(fd, i)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pumps = [threading.Thread(target=pump, args=(wire, out_r, b"out", call), daemon=True),
+             threading.Thread(target=pump, args=(wire, err_r, b"err", call), daemon=True)]
+    for p in pumps:
+        p.start()
+    for fd, target in ((stdin, 0), (out_w, 1), (err_w, 2)):
+        os.dup2(fd, target)
         os.close(fd)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
@@ -69,34 +161,36 @@ def serve(conn, ns):
             f.flush()
         except BaseException:
             pass
-    for i, fd in enumerate(saved):
-        os.dup2(fd, i)
-        os.close(fd)
-    conn.sendall(b"%d\n" % status)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    for p in pumps:
+        p.join(DRAIN)
+    wire.send(b"exit", call, b"%d" % status)
 
 
 def main():
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    path = sys.argv[1]
     # boxer interrupts a call from inside the sandbox, by this PID: a
     # signal from the host reaches an exec'd process under runc only.
-    with open(sys.argv[2], "w") as f:
+    with open(sys.argv[1], "w") as f:
         f.write(str(os.getpid()))
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path)
-    srv.listen(8)
+    wire = Wire()
+    calls = queue.SimpleQueue()
+    threading.Thread(target=reader, args=(wire, calls), daemon=True).start()
     sys.argv = [""]
     sys.path[0] = "/workspace"
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     while True:
-        conn, _ = srv.accept()
+        call, name, stdin = calls.get()
         try:
-            serve(conn, ns)
+            serve(wire, call, name, stdin, ns)
         except BaseException:
-            pass
-        finally:
-            conn.close()
+            # The wire broke (boxer reads no more): the next caller ends
+            # the session when it finds the interpreter gone.
+            os._exit(1)
 
 
 main()

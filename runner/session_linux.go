@@ -38,30 +38,26 @@ import (
 // session's lifetime: when the sleep ends, PID 1 exits and the kernel ends
 // every process in the sandbox, whether or not a boxer process runs. As
 // PID 1 of its PID namespace, the shell cannot be killed from inside, and
-// it reaps what calls leave behind. Each call is a process containerd
-// execs in the sandbox (the same user, limits, seccomp filter and empty
-// capabilities as the first), with its own streams. For python and
-// python-data, the call is a small client that hands its streams to the
-// session's driver (session_driver.py), one interpreter that runs every
-// call's code in the same namespace.
+// it reaps what calls leave behind. For python and python-data, the
+// session's driver (session_driver.py) is a process containerd execs in
+// the sandbox when the session is made (the same user, limits, seccomp
+// filter and empty capabilities as the first): one interpreter that runs
+// every call's code in the same namespace, reached through the session's
+// wire (session_wire_linux.go), with no process made per call. For the
+// other languages each call is a process containerd execs, with its own
+// streams.
 
 //go:embed session_driver.py
 var sessionDriver string
 
-//go:embed session_call.py
-var sessionClient string
-
 const (
 	sessionIDPrefix = "bxs-"
-	// driverFile and clientFile are delivered read-only in /code.
+	// driverFile is delivered read-only in /code.
 	driverFile = ".boxer-session.py"
-	clientFile = ".boxer-call.py"
-	// driverSocket is where the driver listens, in the sandbox's /tmp;
 	// driverPid and callPid hold the PIDs a timeout signals, from inside
 	// (under runsc a signal from the host reaches only runsc's own exec
 	// process, not the program).
-	driverSocket = "/tmp/.boxer-session.sock"
-	driverPid    = "/tmp/.boxer-session.pid"
+	driverPid = "/tmp/.boxer-session.pid"
 	callPid      = "/tmp/.boxer-call.pid"
 	driverExecID = "driver"
 	// interruptGrace is how long an interpreter has to come back from the
@@ -188,7 +184,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 		support = map[string]string{}
 	}
 	if interpreted(sb.req.Lang) {
-		support[driverFile], support[clientFile] = sessionDriver, sessionClient
+		support[driverFile] = sessionDriver
 	}
 	for name, content := range support {
 		if err := os.WriteFile(filepath.Join(sb.dirs.Code, name), []byte(content), 0o644); err != nil {
@@ -223,12 +219,14 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return fmt.Errorf("reading session spec: %w", err)
 		}
 		proc := *spec.Process
-		proc.Args = append(p.Command, path.Join("/code", driverFile), driverSocket, driverPid)
-		driver, err := sb.task.Exec(opCtx, driverExecID, &proc, cio.NullIO)
+		proc.Args = append(p.Command, path.Join("/code", driverFile), driverPid)
+		driver, err := sb.task.Exec(opCtx, driverExecID, &proc, wireCreator(sb.runDir))
 		if err != nil {
 			return &runtimeError{step: "starting the session's interpreter", err: err}
 		}
-		if err := driver.Start(opCtx); err != nil {
+		err = driver.Start(opCtx)
+		driver.IO().Close()
+		if err != nil {
 			return &runtimeError{step: "starting the session's interpreter", err: err}
 		}
 	}
@@ -274,9 +272,6 @@ func (r *Runner) loadSession(ctx context.Context, id, caller string) (*liveSessi
 		return nil, &SessionEndedError{ID: id, Reason: reason}
 	}
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id)}
-	if s.task, err = c.Task(ctx, nil); err != nil {
-		return nil, r.endSession(ctx, c, reaper.EndExited)
-	}
 	data, err := os.ReadFile(filepath.Join(s.runDir, sessionRecordFile))
 	if err == nil {
 		err = json.Unmarshal(data, &s.rec)
@@ -507,77 +502,25 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	if err := writeFiles(workspace, call.Files, req.UID, req.GID); err != nil {
 		return res, err
 	}
-	opCtx := context.WithoutCancel(ctx)
-	spec, err := s.c.Spec(opCtx)
-	if err != nil {
-		return res, fmt.Errorf("reading session spec: %w", err)
-	}
-	proc := *spec.Process
-	if interpreted(req.Lang) {
-		proc.Args = []string{"python3", "-I", "-S", path.Join("/code", clientFile), name, driverSocket}
-	} else {
-		proc.Args = append([]string{"/bin/sh", "-c", `echo $$ > ` + callPid + ` && exec "$@"`, "sh"}, append(p.Command, path.Join("/code", name))...)
-	}
 	stdout, stderr := newCapped(call.OutputLimit, call.Stdout), newCapped(call.OutputLimit, call.Stderr)
-	pr, pw := io.Pipe()
-	stdin := &eofReader{r: pr, eof: make(chan struct{})}
-	defer pw.Close()
 	cg := reaper.CgroupsPath(r.namespace, s.id)
 	before, _ := cgroups.ReadStats(r.cgroups, cg)
 	peak := cgroups.WatchPeak(r.cgroups, cg)
-	execID := "call-" + strconv.Itoa(n)
-	process, err := s.task.Exec(opCtx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr), cio.WithFIFODir(s.runDir)))
+	var end callEnd
+	if interpreted(req.Lang) {
+		end, err = r.wireCall(ctx, s, n, name, call, stdout, stderr)
+	} else {
+		end, err = r.execCall(ctx, s, n, p, name, call, stdout, stderr)
+	}
 	if err != nil {
-		return startFailed(res, &runtimeError{step: "starting call", err: err})
+		return startFailed(res, err)
 	}
-	defer func() {
-		if _, err := process.Delete(opCtx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-			log.G(ctx).WithError(err).Debug("deleting call process")
-		}
-	}()
-	statusC, err := process.Wait(opCtx)
-	if err != nil {
-		return res, fmt.Errorf("waiting on call: %w", err)
+	facts := end.facts
+	res.SessionEnded = end.sessionEnded
+	if res.SessionEnded != "" {
+		res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
 	}
-	started := time.Now()
-	if err := process.Start(opCtx); err != nil {
-		return startFailed(res, &runtimeError{step: "starting call", err: err})
-	}
-	go func() {
-		if call.Stdin != nil {
-			_, _ = io.Copy(pw, call.Stdin)
-		}
-		pw.Close()
-	}()
-	go func() {
-		<-stdin.eof
-		if err := process.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
-			log.G(ctx).WithError(err).Debug("closing stdin")
-		}
-	}()
-	var facts exitFacts
-	var status containerd.ExitStatus
-	timer := time.NewTimer(call.Timeout)
-	defer timer.Stop()
-	select {
-	case status = <-statusC:
-	case <-timer.C:
-		facts.timedOut = true
-	case <-ctx.Done():
-		facts.interrupted = true
-	}
-	if facts.timedOut || facts.interrupted {
-		if status, res.SessionEnded = r.interrupt(ctx, s, process, statusC); res.SessionEnded != "" {
-			res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
-		}
-	}
-	end := time.Now()
-	if t := status.ExitTime(); !t.IsZero() && t.After(started) {
-		end = t
-	}
-	res.DurationMs = float64(end.Sub(started).Microseconds()) / 1000
-	facts.status = status.ExitCode()
-	r.drainCall(process)
+	res.DurationMs = float64(end.ended.Sub(end.started).Microseconds()) / 1000
 	after, _ := cgroups.ReadStats(r.cgroups, cg)
 	res.CPUTimeMs = float64((after.CPUTimeNs-min(before.CPUTimeNs, after.CPUTimeNs))/1000) / 1000
 	facts.oomKills = after.OOMKills - min(before.OOMKills, after.OOMKills)
@@ -594,10 +537,20 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	}
 	o := classify(facts)
 	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
-	if res.SessionEnded == "" {
+	if end.noStatus {
+		res.Status, res.ExitCode, res.Signal = StatusError, ExitBoxer, ""
+	}
+	if res.SessionEnded == "" && !end.alive {
 		res.SessionEnded = r.checkAlive(ctx, s)
+		if res.SessionEnded == "" && end.wireEnded {
+			// containerd may not have seen the driver's exit yet.
+			_ = r.endSession(ctx, s.c, reaper.EndInterpreter)
+			res.SessionEnded = reaper.EndInterpreter
+		}
 		if res.SessionEnded == reaper.EndInterpreter && facts.oomKills > 0 && !facts.timedOut {
 			res.Status, res.ExitCode, res.Signal = StatusOOM, ExitOOM, "SIGKILL"
+		} else if res.SessionEnded != "" && end.noStatus {
+			res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
 		}
 	}
 	if facts.interrupted {
@@ -606,19 +559,192 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	return res, nil
 }
 
-// interrupt stops a call at its timeout (or its caller's end): an
-// interpreter gets SIGINT and interruptGrace to come back; a program is
-// killed. If the call still does not end, the session is ended. It returns
-// the call's exit status and why the session ended, if it did.
+// callEnd is how a call ended.
+type callEnd struct {
+	facts          exitFacts
+	started, ended time.Time
+	// sessionEnded says why the call ended the session, if it did; alive,
+	// that the session is known to live on (its interpreter answered);
+	// noStatus, that there is no exit status of the call's code (it did
+	// not run, or its interpreter did not answer).
+	sessionEnded    string
+	alive, noStatus bool
+	// wireEnded: the driver's end of the wire is closed, which it is
+	// only once it has exited (or a call closed it).
+	wireEnded bool
+}
+
+// wireCall runs call n of an interpreted session through its wire: the
+// driver runs /code/name with the call's streams and answers with its
+// status.
+func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name string, call SessionCall, stdout, stderr io.Writer) (callEnd, error) {
+	var end callEnd
+	end.started = time.Now()
+	end.ended, end.noStatus = end.started, true
+	w, err := openWire(s.runDir)
+	if errors.Is(err, errWireGone) {
+		end.wireEnded = true
+		return end, nil // checkAlive says why
+	} else if err != nil {
+		return end, err
+	}
+	defer w.Close()
+	if err := w.send("run", n, []byte(name)); err != nil {
+		return end, nil
+	}
+	go func() {
+		if err := w.sendStdin(n, call.Stdin); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+			log.G(ctx).WithError(err).Debug("sending a call's stdin")
+		}
+	}()
+	defer w.stopSending()
+	frames, done := make(chan frame), make(chan struct{})
+	defer close(done)
+	go w.receiveAll(frames, done)
+	// wait passes the call's output on until its exit frame, the end of
+	// the wire, or stop.
+	wait := func(stop <-chan time.Time, cancel <-chan struct{}) (status uint32, why error) {
+		for {
+			select {
+			case f := <-frames:
+				switch {
+				case f.err != nil:
+					return 0, f.err
+				case f.call != n:
+					// A caller before this one died during its call.
+				case f.kind == "out":
+					_, _ = stdout.Write(f.data)
+				case f.kind == "err":
+					_, _ = stderr.Write(f.data)
+				case f.kind == "exit":
+					code, err := strconv.ParseUint(string(f.data), 10, 8)
+					if err != nil {
+						return 0, errWireBroken
+					}
+					return uint32(code), nil
+				default:
+					return 0, errWireBroken
+				}
+			case <-stop:
+				return 0, errTimedOut
+			case <-cancel:
+				return 0, ErrInterrupted
+			}
+		}
+	}
+	timer := time.NewTimer(call.Timeout)
+	defer timer.Stop()
+	status, why := wait(timer.C, ctx.Done())
+	if errors.Is(why, errTimedOut) || errors.Is(why, ErrInterrupted) {
+		end.facts.timedOut, end.facts.interrupted = errors.Is(why, errTimedOut), errors.Is(why, ErrInterrupted)
+		if err := r.interruptIn(ctx, s); err != nil {
+			log.G(ctx).WithError(err).Warn("interrupting call")
+		}
+		status, why = wait(time.After(interruptGrace), nil)
+		if errors.Is(why, errTimedOut) {
+			_ = r.endSession(ctx, s.c, reaper.EndStuck)
+			end.sessionEnded, status, why = reaper.EndStuck, 255, nil
+		}
+	}
+	end.ended = time.Now()
+	switch {
+	case why == nil:
+		end.facts.status, end.noStatus = status, false
+		end.alive = end.sessionEnded == ""
+	case errors.Is(why, errWireBroken):
+		_ = r.endSession(ctx, s.c, reaper.EndWireBroken)
+		end.sessionEnded = reaper.EndWireBroken
+	default:
+		// The driver's end closed (it exited, or was killed: the
+		// memory limit, a kill from inside): checkAlive says why.
+		end.facts.status, end.wireEnded = 255, true
+	}
+	return end, nil
+}
+
+// errTimedOut: a call's timeout passed.
+var errTimedOut = errors.New("timed out")
+
+// execCall runs call n of a session as a process of its own in the
+// sandbox (bash, javascript, typescript: only files persist).
+func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p Preset, name string, call SessionCall, stdout, stderr io.Writer) (callEnd, error) {
+	var end callEnd
+	opCtx := context.WithoutCancel(ctx)
+	task, err := s.loadTask(opCtx)
+	if err != nil {
+		return end, err
+	}
+	spec, err := s.c.Spec(opCtx)
+	if err != nil {
+		return end, fmt.Errorf("reading session spec: %w", err)
+	}
+	proc := *spec.Process
+	proc.Args = append([]string{"/bin/sh", "-c", `echo $$ > ` + callPid + ` && exec "$@"`, "sh"}, append(p.Command, path.Join("/code", name))...)
+	pr, pw := io.Pipe()
+	stdin := &eofReader{r: pr, eof: make(chan struct{})}
+	defer pw.Close()
+	execID := "call-" + strconv.Itoa(n)
+	process, err := task.Exec(opCtx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr), cio.WithFIFODir(s.runDir)))
+	if err != nil {
+		return end, &runtimeError{step: "starting call", err: err}
+	}
+	defer func() {
+		if _, err := process.Delete(opCtx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Debug("deleting call process")
+		}
+	}()
+	statusC, err := process.Wait(opCtx)
+	if err != nil {
+		return end, fmt.Errorf("waiting on call: %w", err)
+	}
+	end.started = time.Now()
+	if err := process.Start(opCtx); err != nil {
+		return end, &runtimeError{step: "starting call", err: err}
+	}
+	go func() {
+		if call.Stdin != nil {
+			_, _ = io.Copy(pw, call.Stdin)
+		}
+		pw.Close()
+	}()
+	go func() {
+		<-stdin.eof
+		if err := process.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
+			log.G(ctx).WithError(err).Debug("closing stdin")
+		}
+	}()
+	var status containerd.ExitStatus
+	timer := time.NewTimer(call.Timeout)
+	defer timer.Stop()
+	select {
+	case status = <-statusC:
+	case <-timer.C:
+		end.facts.timedOut = true
+	case <-ctx.Done():
+		end.facts.interrupted = true
+	}
+	if end.facts.timedOut || end.facts.interrupted {
+		status, end.sessionEnded = r.interrupt(ctx, s, process, statusC)
+	}
+	end.ended = time.Now()
+	if t := status.ExitTime(); !t.IsZero() && t.After(end.started) {
+		end.ended = t
+	}
+	end.facts.status = status.ExitCode()
+	r.drainCall(process)
+	return end, nil
+}
+
+// interrupt stops a call at its timeout (or its caller's end): the program
+// is killed. If the call still does not end, the session is ended. It
+// returns the call's exit status and why the session ended, if it did.
 func (r *Runner) interrupt(ctx context.Context, s *liveSession, process containerd.Process, statusC <-chan containerd.ExitStatus) (containerd.ExitStatus, string) {
 	opCtx := context.WithoutCancel(ctx)
-	kill := `kill -KILL "$(cat ` + callPid + `)"`
-	if interpreted(s.rec.Request.Lang) {
-		kill = `kill -INT "$(cat ` + driverPid + `)"`
-	} else if err := process.Kill(opCtx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
+	if err := process.Kill(opCtx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) {
 		log.G(ctx).WithError(err).Debug("killing call")
 	}
-	if err := s.execIn(opCtx, []string{"/bin/sh", "-c", kill}); err != nil {
+	// Under runsc the kill reaches runsc's exec process, not the program.
+	if err := s.execIn(opCtx, []string{"/bin/sh", "-c", `kill -KILL "$(cat ` + callPid + `)"`}); err != nil {
 		log.G(ctx).WithError(err).Warn("interrupting call")
 	}
 	select {
@@ -635,16 +761,38 @@ func (r *Runner) interrupt(ctx context.Context, s *liveSession, process containe
 	}
 }
 
+// interruptIn sends the session's interpreter SIGINT, from inside the
+// sandbox: it has interruptGrace to come back from the call's code.
+func (r *Runner) interruptIn(ctx context.Context, s *liveSession) error {
+	return s.execIn(context.WithoutCancel(ctx), []string{"/bin/sh", "-c", `kill -INT "$(cat ` + driverPid + `)"`})
+}
+
+// loadTask loads the session's task, once.
+func (s *liveSession) loadTask(ctx context.Context) (containerd.Task, error) {
+	if s.task == nil {
+		task, err := s.c.Task(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("loading session task: %w", err)
+		}
+		s.task = task
+	}
+	return s.task, nil
+}
+
 // execIn runs a short command in the session's sandbox, as its user, and
 // waits for it (at most a few seconds).
 func (s *liveSession) execIn(ctx context.Context, args []string) error {
+	task, err := s.loadTask(ctx)
+	if err != nil {
+		return err
+	}
 	spec, err := s.c.Spec(ctx)
 	if err != nil {
 		return err
 	}
 	proc := *spec.Process
 	proc.Args = args
-	p, err := s.task.Exec(ctx, "interrupt-"+strconv.FormatInt(time.Now().UnixNano(), 36), &proc, cio.NullIO)
+	p, err := task.Exec(ctx, "interrupt-"+strconv.FormatInt(time.Now().UnixNano(), 36), &proc, cio.NullIO)
 	if err != nil {
 		return err
 	}
@@ -681,10 +829,17 @@ func (r *Runner) drainCall(process containerd.Process) {
 // sandbox, and says why.
 func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 	reason := ""
-	if st, err := s.task.Status(ctx); err != nil || st.Status != containerd.Running {
+	task, err := s.loadTask(ctx)
+	if err == nil {
+		var st containerd.Status
+		if st, err = task.Status(ctx); err == nil && st.Status != containerd.Running {
+			err = errors.New("not running")
+		}
+	}
+	if err != nil {
 		reason = reaper.EndExited
 	} else if interpreted(s.rec.Request.Lang) {
-		driver, err := s.task.LoadProcess(ctx, driverExecID, nil)
+		driver, err := task.LoadProcess(ctx, driverExecID, nil)
 		if err == nil {
 			var st containerd.Status
 			if st, err = driver.Status(ctx); err == nil && st.Status != containerd.Running {

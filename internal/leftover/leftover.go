@@ -198,7 +198,12 @@ func (h Host) Count() (Found, error) {
 	}
 	found[Mounts] = mounts
 	found[Cgroups] = h.cgroups()
-	found[RunDirs] = entries(h.Runs)
+	for _, d := range entries(h.Runs) {
+		// Another namespace's runs are not this count's.
+		if ns := reaper.RunDirNamespace(d); ns == "" || ns == h.Namespace {
+			found[RunDirs] = append(found[RunDirs], d)
+		}
+	}
 	for _, d := range h.StateDirs {
 		found[RuntimeState] = append(found[RuntimeState], entries(d)...)
 	}
