@@ -57,7 +57,7 @@ const (
 	// driverPid and callPid hold the PIDs a timeout signals, from inside
 	// (under runsc a signal from the host reaches only runsc's own exec
 	// process, not the program).
-	driverPid = "/tmp/.boxer-session.pid"
+	driverPid    = "/tmp/.boxer-session.pid"
 	callPid      = "/tmp/.boxer-call.pid"
 	driverExecID = "driver"
 	// interruptGrace is how long an interpreter has to come back from the
