@@ -80,7 +80,7 @@ func (cfg Config) reap(ctx context.Context) {
 			continue
 		}
 		if _, ok := labels[LabelSession]; ok {
-			if SessionEnd(labels, time.Now(), func() bool { return taskRunning(ctx, c) }) == "" {
+			if SessionEnd(labels, LastUsed(labels, filepath.Join(cfg.Runs, c.ID())), time.Now(), func() bool { return taskRunning(ctx, c) }) == "" {
 				continue
 			}
 		} else if Alive(labels[LabelOwner]) {

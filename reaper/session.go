@@ -1,6 +1,9 @@
 package reaper
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -20,10 +23,52 @@ const (
 	LabelSessionDeadline = "boxer.session.deadline"
 	// LabelSessionIdle is its idle timeout in seconds.
 	LabelSessionIdle = "boxer.session.idle"
-	// LabelSessionUsed is when it was last used, in Unix seconds; during a
-	// call, when that call's timeout ends.
+	// LabelSessionUsed is when it was made, in Unix seconds; when it was
+	// last used is the modification time of its run directory's
+	// sessionUsedFile (during a call, when that call's timeout ends),
+	// which a call sets without a round trip to containerd.
 	LabelSessionUsed = "boxer.session.used"
 )
+
+// sessionUsedFile, in a session's run directory, says by its modification
+// time when the session was last used.
+const sessionUsedFile = "used"
+
+// SessionUsed is when the session whose run directory is runDir was last
+// used, as TouchSession set it; zero if it never was.
+func SessionUsed(runDir string) time.Time {
+	fi, err := os.Stat(filepath.Join(runDir, sessionUsedFile))
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+// TouchSession sets when the session whose run directory is runDir was
+// last used.
+func TouchSession(runDir string, t time.Time) error {
+	file := filepath.Join(runDir, sessionUsedFile)
+	err := os.Chtimes(file, t, t)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.WriteFile(file, nil, 0o600); err == nil {
+			err = os.Chtimes(file, t, t)
+		}
+	}
+	return err
+}
+
+// LastUsed is when a session was last used: its labels' time, or its run
+// directory's, whichever is later.
+func LastUsed(labels map[string]string, runDir string) time.Time {
+	used := time.Time{}
+	if secs, err := strconv.ParseInt(labels[LabelSessionUsed], 10, 64); err == nil {
+		used = time.Unix(secs, 0)
+	}
+	if t := SessionUsed(runDir); t.After(used) {
+		used = t
+	}
+	return used
+}
 
 // Why a session ended, as results, 'boxer session ls' and the audit log say.
 const (
@@ -39,12 +84,13 @@ const (
 	EndShutdown    = "server_shutdown"
 )
 
-// SessionEnd says whether a session with these labels is over at now, and
-// why: past its deadline, idle too long, held by a process that is gone,
-// or (a detached one) its sandbox no longer runs. running is asked last, as
-// it costs a round trip; a held session's sandbox is its holder's to watch
-// (it may be being made). "" means the session lives.
-func SessionEnd(labels map[string]string, now time.Time, running func() bool) string {
+// SessionEnd says whether a session with these labels, last used at used
+// (LastUsed), is over at now, and why: past its deadline, idle too long,
+// held by a process that is gone, or (a detached one) its sandbox no
+// longer runs. running is asked last, as it costs a round trip; a held
+// session's sandbox is its holder's to watch (it may be being made). ""
+// means the session lives.
+func SessionEnd(labels map[string]string, used, now time.Time, running func() bool) string {
 	owner := labels[LabelOwner]
 	if owner != "" && !Alive(owner) {
 		return EndHolderGone
@@ -52,9 +98,8 @@ func SessionEnd(labels map[string]string, now time.Time, running func() bool) st
 	if d, err := strconv.ParseInt(labels[LabelSessionDeadline], 10, 64); err != nil || !now.Before(time.Unix(d, 0)) {
 		return EndLifetime
 	}
-	used, err1 := strconv.ParseInt(labels[LabelSessionUsed], 10, 64)
-	idle, err2 := strconv.ParseInt(labels[LabelSessionIdle], 10, 64)
-	if err1 != nil || err2 != nil || !now.Before(time.Unix(used+idle, 0)) {
+	idle, err := strconv.ParseInt(labels[LabelSessionIdle], 10, 64)
+	if err != nil || !now.Before(used.Add(time.Duration(idle)*time.Second)) {
 		return EndIdle
 	}
 	if owner == "" && running != nil && !running() {

@@ -21,6 +21,7 @@ import (
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -198,6 +199,9 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), rec, 0o600); err != nil {
 		return fmt.Errorf("writing session record: %w", err)
 	}
+	if err := reaper.TouchSession(sb.runDir, sb.session.created); err != nil {
+		return fmt.Errorf("writing session record: %w", err)
+	}
 	if sb.req.CopyIn != "" {
 		if err := copyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
 			return err
@@ -249,8 +253,9 @@ type liveSession struct {
 }
 
 // loadSession finds session id of caller ("" for any caller), ending it
-// first if it is over.
-func (r *Runner) loadSession(ctx context.Context, id, caller string) (*liveSession, error) {
+// first if it is over. A call in an interpreted session skips asking
+// containerd whether its sandbox runs: its wire says so.
+func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
 	if !validSessionID(id) {
 		return nil, ErrSessionNotFound
 	}
@@ -260,18 +265,24 @@ func (r *Runner) loadSession(ctx context.Context, id, caller string) (*liveSessi
 	} else if err != nil {
 		return nil, fmt.Errorf("loading session: %w", err)
 	}
-	labels, err := c.Labels(ctx)
+	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 	if err != nil {
 		return nil, fmt.Errorf("loading session: %w", err)
 	}
-	owner, ok := labels[reaper.LabelSession]
+	owner, ok := info.Labels[reaper.LabelSession]
 	if !ok || caller != "" && owner != caller {
 		return nil, ErrSessionNotFound
 	}
-	if reason := r.expire(ctx, c); reason != "" {
+	ask := !forCall || !interpreted(info.Labels[reaper.LabelSessionLang])
+	if reason := r.expireInfo(ctx, c, info, ask); reason != "" {
 		return nil, &SessionEndedError{ID: id, Reason: reason}
 	}
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id)}
+	if ask {
+		if s.task, err = c.Task(ctx, nil); err != nil {
+			return nil, r.endSession(ctx, c, reaper.EndExited)
+		}
+	}
 	data, err := os.ReadFile(filepath.Join(s.runDir, sessionRecordFile))
 	if err == nil {
 		err = json.Unmarshal(data, &s.rec)
@@ -288,8 +299,19 @@ func (r *Runner) expire(ctx context.Context, c containerd.Container) string {
 	if err != nil {
 		return ""
 	}
-	reason := reaper.SessionEnd(info.Labels, time.Now(), func() bool { return running(ctx, c) })
-	if reason == "" && info.Labels[reaper.LabelOwner] == r.owner && !running(ctx, c) {
+	return r.expireInfo(ctx, c, info, true)
+}
+
+// expireInfo is expire for c, whose info is at hand; ask says whether to
+// ask containerd whether its sandbox runs.
+func (r *Runner) expireInfo(ctx context.Context, c containerd.Container, info containers.Container, ask bool) string {
+	var runs func() bool
+	if ask {
+		runs = func() bool { return running(ctx, c) }
+	}
+	used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
+	reason := reaper.SessionEnd(info.Labels, used, time.Now(), runs)
+	if reason == "" && ask && info.Labels[reaper.LabelOwner] == r.owner && !running(ctx, c) {
 		// Held by this process: its sandbox ended (it is made by now).
 		reason = reaper.EndExited
 	}
@@ -320,7 +342,7 @@ func (r *Runner) endSession(ctx context.Context, c containerd.Container, reason 
 
 // RemoveSession ends a session of caller ("" for any).
 func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
-	s, err := r.loadSession(ctx, id, caller)
+	s, err := r.loadSession(ctx, id, caller, false)
 	var ended *SessionEndedError
 	if errors.As(err, &ended) {
 		return nil
@@ -351,8 +373,8 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error)
 		if err != nil || json.Unmarshal(data, &rec) != nil {
 			continue
 		}
-		used, _ := strconv.ParseInt(info.Labels[reaper.LabelSessionUsed], 10, 64)
-		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, time.Unix(used, 0)))
+		used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
+		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, used))
 	}
 	return out, nil
 }
@@ -445,7 +467,7 @@ func (s *liveSession) next() int {
 
 // touch sets when the session was last used.
 func (s *liveSession) touch(ctx context.Context, t time.Time) {
-	if _, err := s.c.SetLabels(context.WithoutCancel(ctx), map[string]string{reaper.LabelSessionUsed: strconv.FormatInt(t.Unix(), 10)}); err != nil {
+	if err := reaper.TouchSession(s.runDir, t); err != nil {
 		log.G(ctx).WithError(err).Debug("marking session used")
 	}
 }
@@ -461,7 +483,7 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 			res.Error = retErr.Error()
 		}
 	}()
-	s, err := r.loadSession(ctx, id, caller)
+	s, err := r.loadSession(ctx, id, caller, true)
 	if err != nil {
 		return res, err
 	}
@@ -858,7 +880,7 @@ func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 
 // sessionWorkspace opens session id's workspace for caller.
 func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.Root, Request, error) {
-	s, err := r.loadSession(ctx, id, caller)
+	s, err := r.loadSession(ctx, id, caller, false)
 	if err != nil {
 		return nil, Request{}, err
 	}
