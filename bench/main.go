@@ -64,7 +64,10 @@ type contender struct {
 	// ready, if set, is waited for before each timed run at one worker.
 	ready func() error
 	times []time.Duration // one worker
-	rate4 float64         // runs per second, four workers
+	// cpu is the whole machine's busy CPU time over the runs at one
+	// worker, their ready waits included (a standby's making counts).
+	cpu   time.Duration
+	rate4 float64 // runs per second, four workers
 	// failed counts the runs that failed at four workers; failure is the
 	// first one's error.
 	failed  int
@@ -161,6 +164,9 @@ func run(n, rssRuns int, boxerBin string) error {
 		defer stop()
 		cs = append(cs, c)
 	}
+	// standbys is how many standby contenders there are: each leaves one,
+	// so before a run of one, as many wait (the others' and its own).
+	standbys := 1
 	cs = append(cs, &contender{name: "boxer run", once: command(func(int) *exec.Cmd {
 		return noStandby(exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)"))
 	})}, &contender{name: "boxer run, standby", once: command(func(int) *exec.Cmd {
@@ -168,7 +174,7 @@ func run(n, rssRuns int, boxerBin string) error {
 		cmd := exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
 		cmd.Env = append(os.Environ(), "BOXER_STANDBY=1", "BOXER_STANDBY_IDLE=2m")
 		return cmd
-	}), ready: func() error { return standbyReady(address) }}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
+	}), ready: func() error { return standbyReady(address, standbys) }}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
 		// The cost of a link out (namespace, veth, rules, proxy and
 		// resolver), with a destination the program does not use.
 		return noStandby(exec.Command(boxerBin, "--address", address, "run", "--allow-host", benchHost, "--lang", "python", "-c", "print(1)"))
@@ -183,7 +189,13 @@ func run(n, rssRuns int, boxerBin string) error {
 			&contender{name: "ctr run, runsc", group: "runsc", once: command(ctrRun("ctr-runsc", "--runc-binary", wrapper))},
 			&contender{name: "boxer run, runsc", group: "runsc", once: command(func(int) *exec.Cmd {
 				return noStandby(exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "python", "-c", "print(1)"))
-			})})
+			})},
+			&contender{name: "boxer run, runsc, standby", group: "runsc", once: command(func(int) *exec.Cmd {
+				cmd := exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "python", "-c", "print(1)")
+				cmd.Env = append(os.Environ(), "BOXER_STANDBY=1", "BOXER_STANDBY_IDLE=2m")
+				return cmd
+			}), ready: func() error { return standbyReady(address, standbys) }})
+		standbys++
 	}
 
 	// One warm-up each (page cache, first view of the image), then n
@@ -196,6 +208,7 @@ func run(n, rssRuns int, boxerBin string) error {
 	progress("%d contenders, %d cycles each at one worker", len(cs), n)
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
+			busy := busyCPU()
 			if c.ready != nil {
 				if err := c.ready(); err != nil {
 					return fmt.Errorf("%s run %d: %w", c.name, i, err)
@@ -206,6 +219,7 @@ func run(n, rssRuns int, boxerBin string) error {
 				return fmt.Errorf("%s run %d: %w", c.name, i, err)
 			}
 			c.times = append(c.times, time.Since(start))
+			c.cpu += busyCPU() - busy
 		}
 	}
 	for _, c := range cs {
@@ -247,8 +261,8 @@ func run(n, rssRuns int, boxerBin string) error {
 		fmt.Printf("; runsc: %s (%s)", runsc, versionLine(runsc))
 	}
 	fmt.Print("\n\n")
-	fmt.Println("| | p50 ms | p90 ms | runs/s, 1 worker | runs/s, 4 workers | p50 / runc run |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| | p50 ms | p90 ms | runs/s, 1 worker | runs/s, 4 workers | p50 / runc run | machine CPU ms per run |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	base := median(cs[1].times)
 	var ctrRunsc time.Duration
 	for _, c := range cs {
@@ -259,8 +273,8 @@ func run(n, rssRuns int, boxerBin string) error {
 		if c.failed > 0 {
 			rate4 += fmt.Sprintf(" (%d of %d failed)", c.failed, 2*n)
 		}
-		fmt.Printf("| %s | %.1f | %.1f | %.1f | %s | %.2f |\n", c.name, ms(median(c.times)), ms(pct(c.times, 0.9)),
-			float64(len(c.times))/sum(c.times).Seconds(), rate4, float64(median(c.times))/float64(base))
+		fmt.Printf("| %s | %.1f | %.1f | %.1f | %s | %.2f | %.0f |\n", c.name, ms(median(c.times)), ms(pct(c.times, 0.9)),
+			float64(len(c.times))/sum(c.times).Seconds(), rate4, float64(median(c.times))/float64(base), ms(c.cpu/time.Duration(len(c.times))))
 	}
 	for _, r := range serve {
 		rate4 := "—"
@@ -271,7 +285,11 @@ func run(n, rssRuns int, boxerBin string) error {
 		if r.rate1 > 0 {
 			rate1 = fmt.Sprintf("%.1f", r.rate1)
 		}
-		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %.2f |\n", r.name, ms(median(r.times)), ms(pct(r.times, 0.9)), rate1, rate4, float64(median(r.times))/float64(base))
+		cpu := "—"
+		if r.cpu > 0 {
+			cpu = fmt.Sprintf("%.0f", ms(r.cpu/time.Duration(len(r.times))))
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %s | %s | %.2f | %s |\n", r.name, ms(median(r.times)), ms(pct(r.times, 0.9)), rate1, rate4, float64(median(r.times))/float64(base), cpu)
 	}
 	fmt.Println()
 	for _, c := range cs {
@@ -297,7 +315,14 @@ func run(n, rssRuns int, boxerBin string) error {
 			if ctrRunsc > 0 {
 				fmt.Printf("boxer run, runsc / ctr run, runsc = %.2f (target <= 0.6)\n", float64(median(c.times))/float64(ctrRunsc))
 			}
+		case "boxer run, runsc, standby":
+			if ctrRunsc > 0 {
+				fmt.Printf("boxer run, runsc, standby / ctr run, runsc = %.2f (target <= 0.4)\n", float64(median(c.times))/float64(ctrRunsc))
+			}
 		}
+	}
+	if start, err := processStart(boxerBin, 2*n); err == nil {
+		fmt.Printf("boxer --version (its process's start and package init) = %.1f ms p50 (target <= 15)\n", ms(start))
 	}
 	py := median(cs[0].times)
 	serveTimes := map[string]time.Duration{}
@@ -370,6 +395,9 @@ type row struct {
 	name         string
 	times        []time.Duration
 	rate1, rate4 float64
+	// cpu is the whole machine's busy CPU time over times' runs (where
+	// measured), what the server did for them after they answered included.
+	cpu time.Duration
 }
 
 // server is a running 'boxer serve' on loopback; its requests ask for
@@ -481,16 +509,19 @@ func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
 		time.Sleep(time.Second)
 	}
 	progress("boxer serve, %s: %d requests back to back, then %d from four clients", kind, n, 2*n)
+	busy := busyCPU()
 	times, rate1, _, err := workers(1, n, s.post)
 	if err != nil {
 		return nil, err
 	}
+	// The pool refills after the last answer: its work counts.
 	time.Sleep(time.Second)
+	cpu := busyCPU() - busy
 	_, rate4, _, err := workers(4, 2*n, s.post)
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, row{name: "boxer serve, " + kind + ", back to back", times: times, rate1: rate1, rate4: rate4}), nil
+	return append(rows, row{name: "boxer serve, " + kind + ", back to back", times: times, rate1: rate1, rate4: rate4, cpu: cpu}), nil
 }
 
 // benchMemory prints boxer's peak RSS while a sandbox prints 1 GiB, and the
@@ -811,4 +842,40 @@ func hostPython() string {
 		return "/usr/bin/python3"
 	}
 	return "python3"
+}
+
+// busyCPU is the whole machine's busy CPU time since boot: /proc/stat's
+// user, nice, system, irq, softirq and steal, in clock ticks of 10 ms
+// (proc(5)). Differences over a stretch of otherwise idle machine are what
+// the stretch cost.
+func busyCPU() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// processStart is the p50 of n runs of bin --version: a process's start,
+// its package init and its exit.
+func processStart(bin string, n int) (time.Duration, error) {
+	var times []time.Duration
+	for range n {
+		t := time.Now()
+		if err := exec.Command(bin, "--version").Run(); err != nil {
+			return 0, err
+		}
+		times = append(times, time.Since(t))
+	}
+	return median(times), nil
 }

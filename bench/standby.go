@@ -21,7 +21,7 @@ func noStandby(cmd *exec.Cmd) *exec.Cmd {
 
 // standbyReady waits until a standby sandbox is there, its gate started:
 // the "standby present" case a run with standbys is timed in.
-func standbyReady(address string) error {
+func standbyReady(address string, want int) error {
 	client, err := containerd.New(address, containerd.WithDefaultNamespace("boxer"))
 	if err != nil {
 		return err
@@ -33,6 +33,7 @@ func standbyReady(address string) error {
 		if err != nil {
 			return err
 		}
+		ready := 0
 		for _, c := range cs {
 			labels, err := c.Labels(ctx)
 			if err != nil || labels["boxer.standby"] == "" {
@@ -40,9 +41,12 @@ func standbyReady(address string) error {
 			}
 			if task, err := c.Task(ctx, nil); err == nil {
 				if st, err := task.Status(ctx); err == nil && st.Status == containerd.Running {
-					return nil
+					ready++
 				}
 			}
+		}
+		if ready >= want {
+			return nil
 		}
 	}
 	// The first run of all finds none: it leaves the first.
