@@ -174,6 +174,11 @@ func TestStandbyRace(t *testing.T) {
 			t.Errorf("round %d: %d runs took the one standby, want 1", round, n)
 		}
 	}
+	// The last round's makers are under way: each removes its run's
+	// sandbox, one makes the next standby. A SIGTERM before a maker has
+	// set up its handlers would kill it, leaving its run's sandbox to the
+	// next boxer command's reaper.
+	waitStandbys(t, 1)
 	endStandbys(t)
 	assertClean(t)
 }
@@ -219,7 +224,8 @@ func TestStandbyCaps(t *testing.T) {
 }
 
 // TestStandbyMakerKilled: a standby whose maker died with SIGKILL is
-// reaped by the next boxer command, which does not take it.
+// reaped by the next boxer command, which does not take it; so is the
+// sandbox a run handed to a maker killed before it removed it.
 func TestStandbyMakerKilled(t *testing.T) {
 	t.Cleanup(func() { endStandbys(t) })
 	env := withStandby("5m")
@@ -241,6 +247,25 @@ func TestStandbyMakerKilled(t *testing.T) {
 	var res result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Stdout != "next\n" {
 		t.Fatalf("next run: %s", out.String())
+	}
+	assertClean(t)
+
+	// A maker killed at once, before it removed the sandbox its run handed
+	// it: that sandbox's owner (the run) is gone, and the next boxer
+	// command reaps it.
+	if r := boxer(t, env, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	for _, pid := range standbyMakers() {
+		must(t, syscall.Kill(pid, syscall.SIGKILL))
+	}
+	cs, err := client.Containers(context.Background())
+	must(t, err)
+	if len(cs) == 0 {
+		t.Fatal("the run's sandbox was gone before its maker was killed: the kill came too late to test")
+	}
+	if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
+		t.Fatalf("run after the kill: %s", r.stderr)
 	}
 	assertClean(t)
 }

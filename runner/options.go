@@ -43,6 +43,10 @@ type Options struct {
 	// Standby: a run takes a standby of its shape when there is one (see
 	// MakeStandby), as the CLI's runs do.
 	Standby bool
+	// HandOff: a run that could leave a standby does not remove its own
+	// sandbox; TakeHandedOff gives it to the process that makes the
+	// standby, which removes it first (see Runner.TakeHandedOff).
+	HandOff bool
 }
 
 // EgressOptions are the operator's settings of network egress.

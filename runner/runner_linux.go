@@ -19,6 +19,7 @@ import (
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,10 @@ type Runner struct {
 	owner     string
 	// useStandby: runs claim standbys (Options.Standby).
 	useStandby bool
+	// handOff: runs leave their sandboxes in handedOff (Options.HandOff).
+	handOff   bool
+	handedMu  sync.Mutex
+	handedOff []string
 	// shim is the runtime for containerd: io.containerd.runc.v2, or the
 	// path of boxer's wrapper around it (see reaper.ShimScript).
 	shim string
@@ -86,6 +91,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		host:       hostFacts{Namespace: o.Namespace, NoFile: nofileLimit()},
 		owner:      reaper.Self(),
 		useStandby: o.Standby,
+		handOff:    o.HandOff,
 		shim:       runcShim,
 		secrets:    o.Secrets,
 		inject:     o.Inject,
@@ -148,6 +154,8 @@ func (r *Runner) Client() *containerd.Client { return r.client }
 // Close removes the pre-created sandboxes, waits for teardowns, removes
 // the shared shims, waits for the reaper, and closes the connection.
 func (r *Runner) Close() error {
+	owner, ids := r.TakeHandedOff()
+	r.RemoveSandboxes(context.Background(), owner, ids)
 	r.closePool()
 	r.cleanups.Wait()
 	r.closeShims()
@@ -193,7 +201,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	if err != nil {
 		return res, err
 	}
-	return sb.result(res, e, req.delivery())
+	res, err = sb.result(res, e, req.delivery())
+	sb.handOff = err == nil && r.handOff && !sb.pooled && StandbyEligible(req)
+	return res, err
 }
 
 // sandboxFor returns a sandbox for req, created and ready to start: a
@@ -233,6 +243,12 @@ func (r *Runner) rootfsFor(ctx context.Context, req Request) (snapshots.Rootfs, 
 // release tears a sandbox down: at once, or, for a pre-created one whose
 // result can be answered first, in the background (Close waits for it).
 func (r *Runner) release(ctx context.Context, sb *sandbox) error {
+	if sb.handOff {
+		r.handedMu.Lock()
+		r.handedOff = append(r.handedOff, sb.id)
+		r.handedMu.Unlock()
+		return nil
+	}
 	if !sb.pooled {
 		// An interrupted run says so, and what could not be removed.
 		return sb.destroy(ctx)
@@ -322,6 +338,45 @@ func (r *Runner) destroyLeftover(ctx context.Context, c containerd.Container) er
 		sb.anchor = labels[reaper.LabelAnchor] == "true"
 	}
 	return sb.destroy(ctx)
+}
+
+// TakeHandedOff returns the sandboxes this Runner's runs handed off (see
+// Options.HandOff), and the owner their labels name: the caller removes
+// them, or has RemoveSandboxes in another process remove them. Close
+// removes those not taken.
+func (r *Runner) TakeHandedOff() (owner string, ids []string) {
+	r.handedMu.Lock()
+	defer r.handedMu.Unlock()
+	ids, r.handedOff = r.handedOff, nil
+	return r.owner, ids
+}
+
+// RemoveSandboxes removes the sandboxes ids that owner (a boxer process,
+// perhaps gone) handed off, after this process's reaper pass (which may
+// have removed them already, their owner being gone). It removes nothing
+// else: a sandbox whose labels name another owner, or a standby, stays.
+func (r *Runner) RemoveSandboxes(ctx context.Context, owner string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	r.reaper.Wait()
+	for _, id := range ids {
+		c, err := r.client.LoadContainer(ctx, id)
+		if err != nil {
+			if !errdefs.IsNotFound(err) {
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
+			}
+			continue
+		}
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil || info.Labels[reaper.LabelSandbox] != "true" || info.Labels[reaper.LabelOwner] != owner || info.Labels[reaper.LabelStandby] != "" {
+			continue
+		}
+		if err := r.destroyLeftover(ctx, c); err != nil {
+			log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
+		}
+	}
 }
 
 // nofileLimit is the sandbox's RLIMIT_NOFILE: 1024, or the caller's hard

@@ -95,3 +95,9 @@ func (r *Runner) CopyFromSession(context.Context, string, string, string) ([]Fil
 
 // SharedShimRuns is 0 off Linux.
 func (r *Runner) SharedShimRuns() int64 { return 0 }
+
+// TakeHandedOff has nothing off Linux.
+func (r *Runner) TakeHandedOff() (owner string, ids []string) { return "", nil }
+
+// RemoveSandboxes does nothing off Linux.
+func (r *Runner) RemoveSandboxes(ctx context.Context, owner string, ids []string) {}

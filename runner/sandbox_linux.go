@@ -75,6 +75,9 @@ type sandbox struct {
 	gate bool
 	// pooled: taken from the pool; torn down after its result is answered.
 	pooled bool
+	// handOff: its run is over and the sandbox goes to the process that
+	// makes the next standby, which removes it (Options.HandOff).
+	handOff bool
 	// session: the sandbox is a session's, which lives across calls.
 	session *sessionMeta
 	// anchor: the sandbox only holds a shim that others share (anchorOf,

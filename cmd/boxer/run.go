@@ -87,7 +87,7 @@ func runAction(c *cli.Context) error {
 	}
 	req.Secrets = set.refs
 	standby := standbyOn(c)
-	r, err := connect(c, os.Stderr, true, set.options, func(o *runner.Options) { o.Standby = standby })
+	r, err := connect(c, os.Stderr, true, set.options, func(o *runner.Options) { o.Standby, o.HandOff = standby, standby })
 	if err != nil {
 		if c.Context.Err() != nil {
 			return &exitError{code: interruptedCode(), msg: "interrupted"}
@@ -112,7 +112,7 @@ func runAction(c *cli.Context) error {
 		return requestError(err)
 	}
 	if standby {
-		leaveStandby(c, req)
+		leaveStandby(c, req, r)
 	}
 	if !jsonOut {
 		noteResult(os.Stderr, res, req)

@@ -39,20 +39,39 @@ func standbyOn(c *cli.Context) bool {
 	return true
 }
 
-// leaveStandby starts the detached process that makes a standby shaped
-// like req. It does not wait for it: a failure only means the next run
-// makes its own sandbox.
-func leaveStandby(c *cli.Context, req runner.Request) {
-	if !runner.StandbyEligible(req) {
-		return
+// standbyOrder is what boxer run hands its standby maker: the request
+// whose shape to make, and the run's own sandbox to remove first (the run
+// exits without waiting for its removal).
+type standbyOrder struct {
+	Request runner.Request `json:"request"`
+	Owner   string         `json:"owner,omitempty"`
+	Remove  []string       `json:"remove,omitempty"`
+}
+
+// leaveStandby starts the detached process that removes the sandboxes r's
+// runs handed off and makes a standby shaped like req. It does not wait
+// for it: a failure to start it only means that this process removes
+// them, and that the next run makes its own sandbox.
+func leaveStandby(c *cli.Context, req runner.Request, r *runner.Runner) {
+	owner, ids := r.TakeHandedOff()
+	if !startStandbyMaker(c, standbyOrder{Request: runner.StandbyRequest(req), Owner: owner, Remove: ids}) {
+		r.RemoveSandboxes(c.Context, owner, ids)
 	}
-	data, err := json.Marshal(runner.StandbyRequest(req))
+}
+
+// startStandbyMaker starts `boxer standby` with order, and says whether it
+// did.
+func startStandbyMaker(c *cli.Context, order standbyOrder) bool {
+	if !runner.StandbyEligible(order.Request) {
+		return false
+	}
+	data, err := json.Marshal(order)
 	if err != nil {
-		return
+		return false
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return
+		return false
 	}
 	args := []string{"--namespace", c.String("namespace")}
 	if a := c.String("address"); a != "" {
@@ -61,20 +80,20 @@ func leaveStandby(c *cli.Context, req runner.Request) {
 	if c.Bool("debug") {
 		args = append(args, "--debug")
 	}
-	// The request goes through a pipe whose buffer holds it whole: written
+	// The order goes through a pipe whose buffer holds it whole: written
 	// before the child reads, with nothing left to copy when boxer exits.
 	if len(data) > 60<<10 {
-		return
+		return false
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return
+		return false
 	}
 	defer pr.Close()
 	_, err = pw.Write(data)
 	pw.Close()
 	if err != nil {
-		return
+		return false
 	}
 	cmd := exec.Command(self, append(args, "standby")...)
 	// Its own session: a Ctrl-C in the caller's terminal or the end of
@@ -83,9 +102,10 @@ func leaveStandby(c *cli.Context, req runner.Request) {
 	cmd.Stdin = pr
 	if err := cmd.Start(); err != nil {
 		log.L.WithError(err).Debug("leaving a standby")
-		return
+		return false
 	}
 	_ = cmd.Process.Release()
+	return true
 }
 
 func standbyCommand() *cli.Command {
@@ -102,21 +122,31 @@ func standbyAction(c *cli.Context) error {
 	if err != nil {
 		return fail("standby: reading the request: %v", err)
 	}
-	var req runner.Request
-	if err := json.Unmarshal(data, &req); err != nil {
+	var order standbyOrder
+	if err := json.Unmarshal(data, &order); err != nil {
 		return fail("standby: bad request: %v", err)
 	}
+	req := order.Request
 	idle := runner.DefaultStandbyIdle
 	if v := os.Getenv(standbyIdleEnv); v != "" {
 		if idle, err = time.ParseDuration(v); err != nil || idle <= 0 {
 			return fail("%s=%s: want a duration such as 2m", standbyIdleEnv, v)
 		}
 	}
+	// The run's own sandbox first, whatever signal comes: it holds memory
+	// and pids until gone, and its run is already over.
+	ctx := c.Context
+	c.Context = context.WithoutCancel(ctx)
 	r, err := connect(c, io.Discard, false)
 	if err != nil {
 		return err
 	}
-	id, until, err := r.MakeStandby(c.Context, req, idle)
+	r.RemoveSandboxes(c.Context, order.Owner, order.Remove)
+	if c.Context = ctx; ctx.Err() != nil {
+		r.Close()
+		return nil
+	}
+	id, until, err := r.MakeStandby(ctx, req, idle)
 	r.Close()
 	if err != nil {
 		return fail("standby: %v", err)
@@ -130,7 +160,7 @@ func standbyAction(c *cli.Context) error {
 	case <-t.C:
 	case <-c.Context.Done():
 	}
-	ctx := context.WithoutCancel(c.Context)
+	ctx = context.WithoutCancel(c.Context)
 	c.Context = ctx
 	r, err = connect(c, io.Discard, false)
 	if err != nil {
