@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command bench times one full sandbox cycle ("fresh hardened sandbox,
 // python3 -c 'print(1)', collect the output, destroy") every way this host
 // can run it, in one run so that all see the same machine: host python, runc

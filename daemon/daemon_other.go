@@ -26,3 +26,12 @@ func GetStatus(c Config) Status { return Status{Address: c.Address()} }
 
 // Stop reports that there was no private daemon to stop.
 func Stop(ctx context.Context, c Config) (bool, error) { return false, nil }
+
+// RuntimeBinary returns an error: runc and runsc are Linux's.
+func RuntimeBinary(name string) (string, error) { return "", errNotLinux }
+
+// ContainerdPath knows no containerd's PATH off Linux.
+func ContainerdPath(address string) (path, source string) { return "", "" }
+
+// DaemonPath returns an error: boxer starts containerd only on Linux.
+func (c Config) DaemonPath() (string, error) { return "", errNotLinux }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command soak runs boxer many times over, through the CLI and through the
 // server, one run at a time and several at once, and then counts what is
 // left on the host: containers, tasks, active snapshots and leases in

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package leftover counts what sandboxes can leave behind in one containerd
 // namespace, by kind: containerd's records (containers, tasks, active
 // snapshots, leases) and the host's (shims, mounts, cgroups, boxer's run
