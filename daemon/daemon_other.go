@@ -35,3 +35,6 @@ func ContainerdPath(address string) (path, source string) { return "", "" }
 
 // DaemonPath returns an error: boxer starts containerd only on Linux.
 func (c Config) DaemonPath() (string, error) { return "", errNotLinux }
+
+// LookPathIn finds nothing off Linux.
+func LookPathIn(name, path string) (string, error) { return "", errNotLinux }
