@@ -31,7 +31,13 @@ type streamEvent struct {
 // line as it comes.
 func (s *server) postStream(t *testing.T, body string) (int, http.Header, []streamLine) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.url+"/v1/runs", strings.NewReader(body))
+	return s.postStreamTo(t, "/v1/runs", body)
+}
+
+// postStreamTo is postStream to another path.
+func (s *server) postStreamTo(t *testing.T, path, body string) (int, http.Header, []streamLine) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.url+path, strings.NewReader(body))
 	req.Header.Set("Accept", "application/x-ndjson")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -245,4 +251,44 @@ func TestMCPProgress(t *testing.T) {
 	}
 	session.Close()
 	assertClean(t)
+}
+
+// TestSessionStream: a call in a python session streams its output as the
+// code writes it, through the session's wire, then the result last.
+func TestSessionStream(t *testing.T) {
+	s := startServer(t)
+	resp, err := http.Post(s.url+"/v1/sessions", "application/json", strings.NewReader(`{"lang":"python"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create: %d %v", resp.StatusCode, err)
+	}
+	prog := "import time, sys\nfor i in range(5):\n    print(f'line {i}')\n    time.sleep(0.2)\nsys.stderr.write('done\\n')\n"
+	body, _ := json.Marshal(map[string]any{"code": prog})
+	code, _, lines := s.postStreamTo(t, "/v1/sessions/"+sess.ID+"/runs", string(body))
+	if code != 200 {
+		t.Fatalf("answer %d", code)
+	}
+	events, res := splitStream(t, lines)
+	stdout, n := joinStream(events, "stdout")
+	if want := "line 0\nline 1\nline 2\nline 3\nline 4\n"; stdout != want || n < 3 {
+		t.Errorf("stdout events %q in %d, want %q in at least 3", stdout, n, want)
+	}
+	if stderr, _ := joinStream(events, "stderr"); stderr != "done\n" || res.Stderr != "done\n" {
+		t.Errorf("stderr %q, result's %q", stderr, res.Stderr)
+	}
+	if ahead := lines[len(lines)-1].at.Sub(lines[0].at); ahead < 500*time.Millisecond {
+		t.Errorf("first output came %s before the result, want at least 500ms", ahead)
+	}
+	if res.Session != sess.ID || res.ExitCode != 0 || res.Stdout != stdout {
+		t.Errorf("result %+v", res)
+	}
+	req, _ := http.NewRequest("DELETE", s.url+"/v1/sessions/"+sess.ID, nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+		t.Errorf("delete: %v %v", resp, err)
+	}
 }
