@@ -157,7 +157,15 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 	if err != nil || !ok {
 		return false, err
 	}
-	defer unlock()
+	// The lock goes while the run goes on (Close waits for it): once the
+	// labels say claimed, no one else takes the standby anyway.
+	defer func() {
+		r.cleanups.Add(1)
+		go func() {
+			defer r.cleanups.Done()
+			unlock()
+		}()
+	}()
 	labels, err := c.Labels(ctx)
 	if err != nil {
 		return false, err
@@ -212,11 +220,11 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	// An image rebuilt since the standby was made (same name, new
 	// content) is the run's: the standby's root is not.
 	opCtx := context.WithoutCancel(ctx)
-	rootfs, err := snapshots.Resolve(opCtx, r.client, req.image())
+	key, err := snapshots.ViewKey(opCtx, r.client, req.image())
 	if err != nil {
 		return sb, err
 	}
-	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || info.SnapshotKey != rootfs.Key {
+	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || info.SnapshotKey != key {
 		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.image())
 	}
 	sb.limits = sandboxLimits(req, r.host)

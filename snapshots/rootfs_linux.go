@@ -26,6 +26,22 @@ func viewKey(img images.Image) string {
 	return "boxer-view-" + img.Target.Digest.Encoded()
 }
 
+// ViewKey is the key of the view Resolve gives for ref's current image,
+// from the image record alone (one call): whether a root made earlier is
+// still the image's.
+func ViewKey(ctx context.Context, client *containerd.Client, ref string) (string, error) {
+	img, err := client.ImageService().Get(ctx, ref)
+	if full := NormalizeRef(ref); errdefs.IsNotFound(err) && full != ref {
+		img, err = client.ImageService().Get(ctx, full)
+	}
+	if errdefs.IsNotFound(err) {
+		return "", fmt.Errorf("%s: %w", ref, ErrImageNotFound)
+	} else if err != nil {
+		return "", fmt.Errorf("looking up image %s: %w", ref, err)
+	}
+	return viewKey(img), nil
+}
+
 // Resolve finds ref in containerd and returns its root filesystem. On the
 // common path this is two small calls (the image record and the view's
 // stat); the first run of an image unpacks it and creates its view.

@@ -32,6 +32,11 @@ func Resolve(ctx context.Context, client *containerd.Client, ref string) (Rootfs
 	return Rootfs{}, errNotLinux
 }
 
+// ViewKey returns an error: boxer keeps images only on Linux.
+func ViewKey(ctx context.Context, client *containerd.Client, ref string) (string, error) {
+	return "", errNotLinux
+}
+
 // List returns an error: boxer keeps images only on Linux.
 func List(ctx context.Context, client *containerd.Client) ([]Image, error) {
 	return nil, errNotLinux
