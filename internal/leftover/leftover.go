@@ -99,6 +99,10 @@ type Host struct {
 	// state: containerd's task bundles and their work directories, and
 	// runc's state, of the namespace.
 	StateDirs []string
+	// TaskRoots are containerd's task directories of all namespaces
+	// (each holds a directory per namespace): mounts under another
+	// namespace's are not this count's.
+	TaskRoots []string
 }
 
 // HostOf is where the sandboxes of boxer's configuration cfg, on the
@@ -126,6 +130,7 @@ func HostOf(cfg daemon.Config, address, namespace string) Host {
 		// are under them), the namespace's task bundles and runc's state.
 		MountRoots: []string{cfg.State, cfg.Root, bundles, runc},
 		StateDirs:  []string{bundles, work, runc},
+		TaskRoots:  []string{filepath.Join(state, reaper.TaskBundles), filepath.Join(root, reaper.TaskBundles)},
 	}
 }
 
@@ -282,6 +287,9 @@ func (h Host) mounts() ([]string, error) {
 			continue
 		}
 		point := unescape(f[4])
+		if h.otherNamespace(point) {
+			continue
+		}
 		for _, root := range h.MountRoots {
 			if root != "" && (point == root || strings.HasPrefix(point, strings.TrimSuffix(root, "/")+"/")) {
 				out = append(out, f[0]+" "+point)
@@ -290,6 +298,32 @@ func (h Host) mounts() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// otherNamespace says whether a mount point belongs to another namespace's
+// sandbox: under another namespace's task directory, or under a run
+// directory that names another namespace.
+func (h Host) otherNamespace(point string) bool {
+	first := func(dir string) string {
+		rest, ok := strings.CutPrefix(point, strings.TrimSuffix(dir, "/")+"/")
+		if !ok {
+			return ""
+		}
+		name, _, _ := strings.Cut(rest, "/")
+		return name
+	}
+	for _, d := range h.TaskRoots {
+		if ns := first(d); ns != "" && ns != h.Namespace {
+			return true
+		}
+	}
+	if h.Runs != "" {
+		if id := first(h.Runs); id != "" {
+			ns := reaper.RunDirNamespace(filepath.Join(h.Runs, id))
+			return ns != "" && ns != h.Namespace
+		}
+	}
+	return false
 }
 
 // unescape undoes mountinfo's octal escapes of space, tab, newline and

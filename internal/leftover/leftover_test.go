@@ -31,6 +31,7 @@ func newFixture(t *testing.T) *fixture {
 		Runs:       filepath.Join(dir, "state", "runs"),
 		MountRoots: []string{filepath.Join(dir, "state"), filepath.Join(dir, "runc", "soak")},
 		StateDirs:  []string{filepath.Join(dir, "bundles", "soak"), filepath.Join(dir, "runc", "soak")},
+		TaskRoots:  []string{filepath.Join(dir, "state", "containerd", "io.containerd.runtime.v2.task")},
 	}}
 	// What any host has: containerd, a shim of another namespace and one
 	// of another containerd, mounts elsewhere, the cgroup hierarchies.
@@ -238,5 +239,30 @@ func TestGrowthKeepsWhatWasThere(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOtherNamespaceNotCounted: what another namespace's sandboxes leave
+// while the count runs (their rootfs under the task directory, a run
+// directory that names another namespace) is not this namespace's; the
+// same things of this namespace are.
+func TestOtherNamespaceNotCounted(t *testing.T) {
+	f := newFixture(t)
+	before := f.count()
+	tasks := filepath.Join(f.dir, "state", "containerd", "io.containerd.runtime.v2.task")
+	for ns, id := range map[string]string{"dev": "bxs-1", "soak": "bx-2"} {
+		run := f.mkdir("state", "runs", id)
+		if err := os.WriteFile(filepath.Join(run, "namespace"), []byte(ns), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f.mount("50" + id[len(id)-1:] + " 20 0:50 / " + filepath.Join(tasks, ns, id, "rootfs") + " rw - overlay overlay rw")
+		f.mount("60" + id[len(id)-1:] + " 20 0:60 / " + filepath.Join(run, "workspace") + " rw - tmpfs tmpfs rw")
+	}
+	grown := Growth(before, f.count())
+	if got := grown[Mounts]; len(got) != 2 || !strings.Contains(strings.Join(got, " "), "soak/bx-2/rootfs") || !strings.Contains(strings.Join(got, " "), "runs/bx-2/workspace") {
+		t.Errorf("mounts counted: %v, want the two of bx-2 only", got)
+	}
+	if got := grown[RunDirs]; len(got) != 1 || !strings.HasSuffix(got[0], "bx-2") {
+		t.Errorf("run directories counted: %v, want bx-2 only", got)
 	}
 }
