@@ -33,6 +33,21 @@ func Self() string {
 	return strconv.Itoa(pid) + ":" + processStart(pid)
 }
 
+// OwnerOf identifies process pid as Self does, "" if it is gone.
+func OwnerOf(pid int) string {
+	start := processStart(pid)
+	if start == "" {
+		return ""
+	}
+	return strconv.Itoa(pid) + ":" + start
+}
+
+// RunDirOwner is the owner a run directory names, "" if none.
+func RunDirOwner(dir string) string {
+	owner, _ := os.ReadFile(filepath.Join(dir, ownerFile))
+	return string(owner)
+}
+
 // Alive reports whether the process an owner string names still runs.
 func Alive(owner string) bool {
 	pidStr, start, ok := strings.Cut(owner, ":")
@@ -85,8 +100,13 @@ func MakeRunDir(runs, namespace, id string) (string, error) {
 
 // AdoptRunDir makes this process the owner of a run directory another
 // made (a claimed standby's).
-func AdoptRunDir(dir string) error {
-	if err := WriteFileAtomic(filepath.Join(dir, ownerFile), []byte(Self()), 0o600); err != nil {
+func AdoptRunDir(dir string) error { return HandRunDir(dir, Self()) }
+
+// HandRunDir makes owner the owner of a run directory: while it lives, no
+// reaper removes the directory's sandbox, whatever its labels say (a run's
+// sandbox handed to the process that removes it).
+func HandRunDir(dir, owner string) error {
+	if err := WriteFileAtomic(filepath.Join(dir, ownerFile), []byte(owner), 0o600); err != nil {
 		return fmt.Errorf("writing run owner: %w", err)
 	}
 	return nil

@@ -85,3 +85,25 @@ func TestAliveZombie(t *testing.T) {
 	}
 	_ = cmd.Wait()
 }
+
+// TestHandRunDir: a run directory handed to another live process names it,
+// and OwnerOf names a process as Self does.
+func TestHandRunDir(t *testing.T) {
+	if got := OwnerOf(os.Getpid()); got != Self() {
+		t.Errorf("OwnerOf(self) = %q, want %q", got, Self())
+	}
+	dir, err := MakeRunDir(t.TempDir(), "ns1", "bx-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := RunDirOwner(dir); got != Self() {
+		t.Errorf("owner %q, want %q", got, Self())
+	}
+	parent := OwnerOf(os.Getppid())
+	if err := HandRunDir(dir, parent); err != nil {
+		t.Fatal(err)
+	}
+	if got := RunDirOwner(dir); got != parent || !Alive(got) {
+		t.Errorf("owner after the hand-off %q (alive %v), want %q", got, Alive(got), parent)
+	}
+}

@@ -83,7 +83,8 @@ func (cfg Config) reap(ctx context.Context) {
 			if SessionEnd(labels, LastUsed(labels, filepath.Join(cfg.Runs, c.ID())), time.Now(), func() bool { return taskRunning(ctx, c) }) == "" {
 				continue
 			}
-		} else if Alive(labels[LabelOwner]) {
+		} else if Alive(labels[LabelOwner]) || Alive(RunDirOwner(filepath.Join(cfg.Runs, c.ID()))) {
+			// Its boxer lives, or the one its boxer handed it to.
 			continue
 		}
 		created := taskCreated(ctx, c)

@@ -351,6 +351,17 @@ func (r *Runner) TakeHandedOff() (owner string, ids []string) {
 	return r.owner, ids
 }
 
+// HandTo makes the process owner (reaper.OwnerOf) responsible for the
+// sandboxes ids that this Runner's runs handed off: while it lives, no
+// reaper removes them, though their labels name this process.
+func (r *Runner) HandTo(owner string, ids []string) {
+	for _, id := range ids {
+		if err := reaper.HandRunDir(filepath.Join(r.runsDir, id), owner); err != nil {
+			log.G(context.Background()).WithError(err).Debugf("handing sandbox %s", id)
+		}
+	}
+}
+
 // RemoveSandboxes removes the sandboxes ids that owner (a boxer process,
 // perhaps gone) handed off, after this process's reaper pass (which may
 // have removed them already, their owner being gone). It removes nothing

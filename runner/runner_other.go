@@ -101,3 +101,6 @@ func (r *Runner) TakeHandedOff() (owner string, ids []string) { return "", nil }
 
 // RemoveSandboxes does nothing off Linux.
 func (r *Runner) RemoveSandboxes(ctx context.Context, owner string, ids []string) {}
+
+// HandTo does nothing off Linux.
+func (r *Runner) HandTo(owner string, ids []string) {}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/containerd/log"
 	"github.com/urfave/cli/v2"
@@ -54,24 +55,31 @@ type standbyOrder struct {
 // them, and that the next run makes its own sandbox.
 func leaveStandby(c *cli.Context, req runner.Request, r *runner.Runner) {
 	owner, ids := r.TakeHandedOff()
-	if !startStandbyMaker(c, standbyOrder{Request: runner.StandbyRequest(req), Owner: owner, Remove: ids}) {
+	maker := startStandbyMaker(c, standbyOrder{Request: runner.StandbyRequest(req), Owner: owner, Remove: ids})
+	if maker == 0 {
 		r.RemoveSandboxes(c.Context, owner, ids)
+		return
+	}
+	// Other boxer commands' reapers leave them to the maker, though this
+	// process, which their labels name, is about to be gone.
+	if m := reaper.OwnerOf(maker); m != "" {
+		r.HandTo(m, ids)
 	}
 }
 
-// startStandbyMaker starts `boxer standby` with order, and says whether it
-// did.
-func startStandbyMaker(c *cli.Context, order standbyOrder) bool {
+// startStandbyMaker starts `boxer standby` with order, and returns its
+// PID (0: it did not).
+func startStandbyMaker(c *cli.Context, order standbyOrder) int {
 	if !runner.StandbyEligible(order.Request) {
-		return false
+		return 0
 	}
 	data, err := json.Marshal(order)
 	if err != nil {
-		return false
+		return 0
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return false
+		return 0
 	}
 	args := []string{"--namespace", c.String("namespace")}
 	if a := c.String("address"); a != "" {
@@ -83,17 +91,17 @@ func startStandbyMaker(c *cli.Context, order standbyOrder) bool {
 	// The order goes through a pipe whose buffer holds it whole: written
 	// before the child reads, with nothing left to copy when boxer exits.
 	if len(data) > 60<<10 {
-		return false
+		return 0
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return false
+		return 0
 	}
 	defer pr.Close()
 	_, err = pw.Write(data)
 	pw.Close()
 	if err != nil {
-		return false
+		return 0
 	}
 	cmd := exec.Command(self, append(args, "standby")...)
 	// Its own session: a Ctrl-C in the caller's terminal or the end of
@@ -102,10 +110,11 @@ func startStandbyMaker(c *cli.Context, order standbyOrder) bool {
 	cmd.Stdin = pr
 	if err := cmd.Start(); err != nil {
 		log.L.WithError(err).Debug("leaving a standby")
-		return false
+		return 0
 	}
+	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	return true
+	return pid
 }
 
 func standbyCommand() *cli.Command {
