@@ -64,11 +64,9 @@ type contender struct {
 	name  string
 	group string // "" or "runsc": runsc rows are compared to ctr run on runsc
 	once  func(i int) error
-	// ready, if set, is waited for before each timed run at one worker.
-	ready func() error
 	times []time.Duration // one worker
 	// cpu is the whole machine's busy CPU time over the runs at one
-	// worker, their ready waits included (a standby's making counts).
+	// worker, until the machine is quiet again (a standby's making counts).
 	cpu   time.Duration
 	rate4 float64 // runs per second, four workers
 	// failed counts the runs that failed at four workers; failure is the
@@ -184,7 +182,7 @@ func run(n, rssRuns int, boxerBin string) error {
 		cmd := exec.Command(boxerBin, "--address", address, "run", "--lang", "python", "-c", "print(1)")
 		cmd.Env = append(os.Environ(), "BOXER_STANDBY=1", "BOXER_STANDBY_IDLE=2m")
 		return cmd
-	}), ready: func() error { return standbyReady(address, standbys) }}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
+	})}, &contender{name: "boxer run, network allowlist", once: command(func(int) *exec.Cmd {
 		// The cost of a link out (namespace, veth, rules, proxy and
 		// resolver), with a destination the program does not use.
 		return noStandby(exec.Command(boxerBin, "--address", address, "run", "--allow-host", benchHost, "--lang", "python", "-c", "print(1)"))
@@ -204,7 +202,7 @@ func run(n, rssRuns int, boxerBin string) error {
 				cmd := exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "python", "-c", "print(1)")
 				cmd.Env = append(os.Environ(), "BOXER_STANDBY=1", "BOXER_STANDBY_IDLE=2m")
 				return cmd
-			}), ready: func() error { return standbyReady(address, standbys) }})
+			})})
 		standbys++
 	}
 
@@ -218,17 +216,22 @@ func run(n, rssRuns int, boxerBin string) error {
 	progress("%d contenders, %d cycles each at one worker", len(cs), n)
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
-			busy := busyCPU()
-			if c.ready != nil {
-				if err := c.ready(); err != nil {
-					return fmt.Errorf("%s run %d: %w", c.name, i, err)
-				}
+			// Each run starts on a quiet machine: the standbys are made
+			// (their makers asleep), which a standby run needs anyway.
+			if err := standbyReady(address, standbys); err != nil {
+				return fmt.Errorf("%s run %d: %w", c.name, i, err)
 			}
+			busy := busyCPU()
 			start := time.Now()
 			if err := c.once(i); err != nil {
 				return fmt.Errorf("%s run %d: %w", c.name, i, err)
 			}
 			c.times = append(c.times, time.Since(start))
+			// A standby run's maker removes the run's sandbox and makes
+			// the next standby after the run: its CPU is the run's too.
+			if err := standbyReady(address, standbys); err != nil {
+				return fmt.Errorf("%s run %d: %w", c.name, i, err)
+			}
 			c.cpu += busyCPU() - busy
 		}
 	}
