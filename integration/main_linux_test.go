@@ -361,10 +361,16 @@ func runtimeState() []string {
 }
 
 // cgroupDirs are the parents of this test run's sandbox cgroups, in every
-// hierarchy (v1 controllers, the hybrid cgroup2 mount, or v2's root).
+// hierarchy (v1 controllers, the hybrid cgroup2 mount, or v2's root), of
+// both its namespaces.
 func cgroupDirs() []string {
-	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "boxer", namespace))
-	return append(dirs, filepath.Join("/sys/fs/cgroup", "boxer", namespace))
+	var out []string
+	// TestSessionOtherNamespace's second namespace is this run's too.
+	for _, ns := range []string{namespace, namespace + "-other"} {
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "boxer", ns))
+		out = append(append(out, dirs...), filepath.Join("/sys/fs/cgroup", "boxer", ns))
+	}
+	return out
 }
 
 // processesMatching lists processes (other than containerd itself) whose
