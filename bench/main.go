@@ -67,6 +67,8 @@ type contender struct {
 	times []time.Duration // one worker
 	// cpu is the whole machine's busy CPU time over the runs at one
 	// worker, until the machine is quiet again (a standby's making counts).
+	// It is an upper bound: what containerd does late for the run before
+	// (its garbage collection, a gVisor sandbox settling) can fall in it.
 	cpu   time.Duration
 	rate4 float64 // runs per second, four workers
 	// failed counts the runs that failed at four workers; failure is the
@@ -274,7 +276,7 @@ func run(n, rssRuns int, boxerBin string) error {
 		fmt.Printf("; runsc: %s (%s)", runsc, versionLine(runsc))
 	}
 	fmt.Print("\n\n")
-	fmt.Println("| | p50 ms | p90 ms | runs/s, 1 worker | runs/s, 4 workers | p50 / runc run | machine CPU ms per run |")
+	fmt.Println("| | p50 ms | p90 ms | runs/s, 1 worker | runs/s, 4 workers | p50 / runc run | machine CPU ms per run, 1 worker |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	base := median(cs[1].times)
 	var ctrRunsc time.Duration
