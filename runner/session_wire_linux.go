@@ -56,17 +56,9 @@ var errWireBroken = errors.New("the session's interpreter sent a malformed frame
 func wireCreator(runDir string) cio.Creator {
 	return func(string) (cio.IO, error) {
 		in, out := filepath.Join(runDir, wireIn), filepath.Join(runDir, wireOut)
-		d := &detachedIO{config: cio.Config{Stdin: in, Stdout: out, Stderr: in}}
-		for _, p := range []string{in, out} {
-			if err := unix.Mkfifo(p, 0o600); err != nil {
-				return nil, fmt.Errorf("making the interpreter's streams: %w", err)
-			}
-			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			if err != nil {
-				d.Close()
-				return nil, fmt.Errorf("opening the interpreter's streams: %w", err)
-			}
-			d.fds = append(d.fds, fd)
+		d, err := newDetachedIO(cio.Config{Stdin: in, Stdout: out, Stderr: in}, []string{in, out}, []string{in, out})
+		if err != nil {
+			return nil, err // not a nil *detachedIO in a non-nil cio.IO
 		}
 		return d, nil
 	}

@@ -264,19 +264,9 @@ func fifosOnly(dir string) cio.Creator {
 		if err != nil {
 			return nil, err
 		}
-		d := &detachedIO{config: fifos.Config}
-		for _, p := range []string{fifos.Stdin, fifos.Stdout, fifos.Stderr} {
-			if err := unix.Mkfifo(p, 0o600); err != nil {
-				return nil, fmt.Errorf("making the standby's streams: %w", err)
-			}
-		}
-		for _, p := range []string{fifos.Stdout, fifos.Stderr} {
-			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			if err != nil {
-				d.Close()
-				return nil, fmt.Errorf("opening the standby's streams: %w", err)
-			}
-			d.fds = append(d.fds, fd)
+		d, err := newDetachedIO(fifos.Config, []string{fifos.Stdin, fifos.Stdout, fifos.Stderr}, []string{fifos.Stdout, fifos.Stderr})
+		if err != nil {
+			return nil, err // not a nil *detachedIO in a non-nil cio.IO
 		}
 		return d, nil
 	}
@@ -287,6 +277,26 @@ func fifosOnly(dir string) cio.Creator {
 type detachedIO struct {
 	config cio.Config
 	fds    []int
+}
+
+// newDetachedIO makes the FIFOs fifos and holds open for reading those of
+// them in hold: the shim's opens of its write ends wait for a reader.
+func newDetachedIO(config cio.Config, fifos, hold []string) (*detachedIO, error) {
+	for _, p := range fifos {
+		if err := unix.Mkfifo(p, 0o600); err != nil {
+			return nil, fmt.Errorf("making a sandbox's streams: %w", err)
+		}
+	}
+	d := &detachedIO{config: config}
+	for _, p := range hold {
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("opening a sandbox's streams: %w", err)
+		}
+		d.fds = append(d.fds, fd)
+	}
+	return d, nil
 }
 
 func (d *detachedIO) Config() cio.Config { return d.config }
