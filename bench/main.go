@@ -3,7 +3,8 @@
 // Command bench times one full sandbox cycle ("fresh hardened sandbox,
 // python3 -c 'print(1)', collect the output, destroy") every way this host
 // can run it, in one run so that all see the same machine: host python, runc
-// run on a bundle made from boxer's own spec (the baseline), ctr run, podman
+// run on a bundle made from boxer's own spec (the baseline), the same bundle
+// as containerd's runc shim runs a task (taskmodel.go), ctr run, podman
 // and docker (where installed; docker as a private dockerd on boxer's private
 // containerd, started and stopped here), boxer run, boxer serve, and the
 // runsc rows. It prints one table: p50 and p90 at one worker, runs per
