@@ -253,6 +253,45 @@ func TestSIGKILLLeftoversReaped(t *testing.T) {
 	assertClean(t)
 }
 
+// TestOrphanTaskReaped leaves a sandbox's task, its program running,
+// without its container (as containerd's client can: it deletes a
+// container whose task it failed to load), and checks that the next run
+// removes the task, its shim and all else, on runc and on runsc.
+func TestOrphanTaskReaped(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--runtime", rt, "--lang", "python", "-c", "import time; time.sleep(60)")
+			cmd.Env = testEnv
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitForTask(t)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			ctrs, err := client.Containers(ctx)
+			if err != nil || len(ctrs) != 1 {
+				t.Fatalf("want the killed run's container left behind, found %d (%v)", len(ctrs), err)
+			}
+			id := ctrs[0].ID()
+			// The container's record only: the client would refuse.
+			if err := client.ContainerService().Delete(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := client.TaskService().List(ctx, nil)
+			if err != nil || len(tasks.Tasks) != 1 || tasks.Tasks[0].ID != id {
+				t.Fatalf("want task %s left without its container, found %v (%v)", id, tasks, err)
+			}
+			r := boxer(t, nil, "run", "--runtime", rt, "--lang", "python", "-c", "print('next')")
+			if r.stdout != "next\n" {
+				t.Errorf("next run: %q %q", r.stdout, r.stderr)
+			}
+			assertClean(t)
+		})
+	}
+}
+
 // TestShimKilledMidRun kills a sandbox's shim with SIGKILL while its program
 // runs. containerd then cleans up after the dead shim by running the shim's
 // delete, which must reach the real shim through boxer's wrapper (runc state

@@ -114,27 +114,12 @@ func removeTestWorld(base string) bool {
 	}
 	// Containers whose shim is gone (killed above, or by a test) may still
 	// have a runc init process: runc removes them, their processes and
-	// cgroups.
-	runcRoot := filepath.Join("/run/containerd/runc", namespace)
-	entries, _ := os.ReadDir(runcRoot)
-	for _, e := range entries {
-		clean = false
-		fmt.Fprintln(os.Stderr, "leak: runtime state", filepath.Join(runcRoot, e.Name()))
-		switch id, isRunsc := strings.CutSuffix(e.Name(), ".state"); {
-		case e.IsDir(): // runc's
-			_ = exec.Command(runtimeBinary("runc"), "--root", runcRoot, "delete", "--force", e.Name()).Run()
-		case isRunsc: // runsc's: ID_sandbox:ID.state
-			id, _, _ = strings.Cut(id, "_sandbox:")
-			_ = exec.Command(runtimeBinary("runsc"), "--root", runcRoot, "delete", "--force", id).Run()
+	// cgroups. Both of the run's namespaces have a runtime root.
+	for _, ns := range []string{namespace, namespace + "-other"} {
+		if !removeRuntimeRoot(filepath.Join("/run/containerd/runc", ns)) {
+			clean = false
 		}
 	}
-	// runsc pins its gofers' shared network namespace with a bind mount at
-	// <root>/null-netns unless told not to; mounts may be stacked there.
-	for syscall.Unmount(filepath.Join(runcRoot, "null-netns"), syscall.MNT_DETACH) == nil {
-		clean = false
-		fmt.Fprintln(os.Stderr, "leak: mount", filepath.Join(runcRoot, "null-netns"))
-	}
-	_ = os.RemoveAll(runcRoot)
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	var points []string
 	for _, line := range strings.Split(string(mounts), "\n") {
@@ -178,6 +163,33 @@ func removeTestWorld(base string) bool {
 	} else {
 		fmt.Fprintln(os.Stderr, "leaving", base, "in place: it had mounts")
 	}
+	return clean
+}
+
+// removeRuntimeRoot removes what runc and runsc keep of a namespace's
+// containers under runcRoot, and the directory, reporting whether there
+// was nothing but the directory.
+func removeRuntimeRoot(runcRoot string) bool {
+	clean := true
+	entries, _ := os.ReadDir(runcRoot)
+	for _, e := range entries {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: runtime state", filepath.Join(runcRoot, e.Name()))
+		switch id, isRunsc := strings.CutSuffix(e.Name(), ".state"); {
+		case e.IsDir(): // runc's
+			_ = exec.Command(runtimeBinary("runc"), "--root", runcRoot, "delete", "--force", e.Name()).Run()
+		case isRunsc: // runsc's: ID_sandbox:ID.state
+			id, _, _ = strings.Cut(id, "_sandbox:")
+			_ = exec.Command(runtimeBinary("runsc"), "--root", runcRoot, "delete", "--force", id).Run()
+		}
+	}
+	// runsc pins its gofers' shared network namespace with a bind mount at
+	// <root>/null-netns unless told not to; mounts may be stacked there.
+	for syscall.Unmount(filepath.Join(runcRoot, "null-netns"), syscall.MNT_DETACH) == nil {
+		clean = false
+		fmt.Fprintln(os.Stderr, "leak: mount", filepath.Join(runcRoot, "null-netns"))
+	}
+	_ = os.RemoveAll(runcRoot)
 	return clean
 }
 

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 )
@@ -100,6 +102,7 @@ func (cfg Config) reap(ctx context.Context) {
 			leftovers = append(leftovers, c.ID())
 		}
 	}
+	leftovers = append(leftovers, cfg.reapOrphanTasks(ctx)...)
 	// Only a sandbox whose task was not fully made when its boxer died, or
 	// whose removal failed, can have parts containerd lost (see sweep).
 	if len(leftovers) > 0 {
@@ -131,6 +134,45 @@ func (cfg Config) reap(ctx context.Context) {
 	if cfg.After != nil {
 		cfg.After(ctx)
 	}
+}
+
+// reapOrphanTasks removes boxer's tasks whose container is gone, and
+// returns their IDs for the sweep. boxer deletes a task before its
+// container, and containerd makes a task only for a container that
+// exists, so such a task is always a leftover; but containerd's client
+// deletes a container whose task it failed to load (not only one it found
+// gone), and once seen (a gVisor sandbox of a server's pool, 2026-11-24)
+// the task, its shim and its sandbox stay, visible to no label. containerd
+// deletes a task only through its container, so a bare record with the
+// task's ID (labelled a sandbox of no one, for the next pass should this
+// one stop halfway) stands in for it while Destroy removes both.
+func (cfg Config) reapOrphanTasks(ctx context.Context) []string {
+	resp, err := cfg.Client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		log.G(ctx).WithError(err).Debug("listing tasks to reap")
+		return nil
+	}
+	var ids []string
+	for _, t := range resp.Tasks {
+		if !strings.HasPrefix(t.ID, "bx") {
+			continue // not a sandbox boxer made
+		}
+		if _, err := cfg.Client.LoadContainer(ctx, t.ID); !errdefs.IsNotFound(err) {
+			continue
+		}
+		c, err := cfg.Client.NewContainer(ctx, t.ID, containerd.WithSpec(&oci.Spec{}),
+			containerd.WithContainerLabels(map[string]string{LabelSandbox: "true"}))
+		if err != nil {
+			log.G(ctx).WithError(err).Debugf("reaping task %s: standing in for its container", t.ID)
+			continue
+		}
+		log.G(ctx).Debugf("reaping task %s, whose container is gone", t.ID)
+		if err := cfg.Destroy(ctx, c); err != nil {
+			log.G(ctx).WithError(err).Debugf("reaping task %s", t.ID)
+		}
+		ids = append(ids, t.ID)
+	}
+	return ids
 }
 
 // reapRecords removes the sandbox records of dead boxers' shared shims
