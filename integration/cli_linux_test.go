@@ -292,6 +292,44 @@ func TestOrphanTaskReaped(t *testing.T) {
 	}
 }
 
+// TestRunscDebrisReaped leaves what runsc leaves of a gVisor container
+// whose create was cut short (a lock and a control socket, no state) and
+// checks that the next run removes it once it is old, and only then.
+func TestRunscDebrisReaped(t *testing.T) {
+	root := filepath.Join("/run/containerd/runc", namespace)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	oldFiles := []string{"bx-0123456789abcdef_sandbox:bx-0123456789abcdef.lock", "runsc-bx-0123456789abcdef.sock"}
+	young := "bx-fedcba9876543210_sandbox:bx-fedcba9876543210.lock"
+	for _, f := range append(oldFiles, young) {
+		if err := os.WriteFile(filepath.Join(root, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = os.Remove(filepath.Join(root, young)) })
+	for _, f := range oldFiles {
+		if err := os.Chtimes(filepath.Join(root, f), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := boxer(t, nil, "run", "--lang", "python", "-c", "print('next')")
+	if r.stdout != "next\n" {
+		t.Errorf("run: %q %q", r.stdout, r.stderr)
+	}
+	for _, f := range oldFiles {
+		if _, err := os.Lstat(filepath.Join(root, f)); !os.IsNotExist(err) {
+			t.Errorf("%s: still there (%v)", f, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(root, young)); err != nil {
+		t.Errorf("%s, a minute old at most, was removed: %v", young, err)
+	}
+	_ = os.Remove(filepath.Join(root, young))
+	assertClean(t)
+}
+
 // TestShimKilledMidRun kills a sandbox's shim with SIGKILL while its program
 // runs. containerd then cleans up after the dead shim by running the shim's
 // delete, which must reach the real shim through boxer's wrapper (runc state

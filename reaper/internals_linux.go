@@ -19,6 +19,7 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	shimapi "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
@@ -244,10 +245,7 @@ func (cfg Config) removeRuntimeState(ctx context.Context, id string) bool {
 	} else if m, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".state")); len(m) > 0 {
 		bin = filepath.Join(cfg.State, "runsc") // the wrapper, with boxer's flags
 	} else {
-		left, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".lock"))
-		if sock := filepath.Join(root, "runsc-"+id+".sock"); exists(sock) {
-			left = append(left, sock)
-		}
+		left := runscDebris(root, id)
 		for _, l := range left {
 			_ = os.Remove(l)
 		}
@@ -260,6 +258,75 @@ func (cfg Config) removeRuntimeState(ctx context.Context, id string) bool {
 	}
 	return true
 }
+
+// runscDebris returns what runsc left in root of container id when it
+// has no state file (see removeRuntimeState): the lock, and the control
+// socket of its sandbox.
+func runscDebris(root, id string) []string {
+	if m, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".state")); len(m) > 0 {
+		return nil
+	}
+	left, _ := filepath.Glob(filepath.Join(root, "*_sandbox:"+id+".lock"))
+	if sock := filepath.Join(root, "runsc-"+id+".sock"); exists(sock) {
+		left = append(left, sock)
+	}
+	return left
+}
+
+// runscDebrisIDs returns the IDs of the containers runsc left debris of
+// in root (runscDebris), whose files are older than age.
+func runscDebrisIDs(root string, age time.Duration) []string {
+	entries, _ := os.ReadDir(root)
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		var id string
+		if rest, ok := strings.CutSuffix(name, ".lock"); ok {
+			_, id, _ = strings.Cut(rest, "_sandbox:")
+		} else if rest, ok := strings.CutPrefix(name, "runsc-"); ok {
+			id, _ = strings.CutSuffix(rest, ".sock")
+		}
+		if id == "" || seen[id] {
+			continue
+		}
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < age {
+			continue
+		}
+		if len(runscDebris(root, id)) > 0 {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// reapRunscDebris removes what runsc left of boxer's containers that are
+// gone: a lock and a control socket with no state file beside them, which
+// runsc itself never removes. They are seen after a server's gVisor
+// sandboxes made ahead are removed as it stops (a few per bench run), not
+// only after a boxer's death, so each pass looks for them, leaving alone
+// the files of a container that exists and any younger than debrisAge.
+func (cfg Config) reapRunscDebris(ctx context.Context) {
+	root := filepath.Join(RuncRoot, cfg.Namespace)
+	for _, id := range runscDebrisIDs(root, debrisAge) {
+		if !strings.HasPrefix(id, "bx") {
+			continue
+		}
+		if _, err := cfg.Client.LoadContainer(ctx, id); !errdefs.IsNotFound(err) {
+			continue
+		}
+		for _, f := range runscDebris(root, id) {
+			if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+				log.G(ctx).WithError(err).Debugf("removing %s", f)
+			}
+		}
+	}
+}
+
+// debrisAge is how old runsc's lone files must be before a pass removes
+// them: older than any create under way.
+const debrisAge = time.Minute
 
 // isTaskBundle says whether dir is a containerd task directory of id
 // (.../io.containerd.runtime.v2.task/<namespace>/<id>): nothing else is

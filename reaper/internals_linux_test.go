@@ -1,8 +1,13 @@
 package reaper
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServesShim tells a shim's server for one sandbox from its "start"
@@ -61,5 +66,44 @@ func TestShimScriptAnswer(t *testing.T) {
 		if !strings.Contains(script, want) {
 			t.Errorf("script lacks %q:\n%s", want, script)
 		}
+	}
+}
+
+// TestRunscDebrisIDs finds the containers runsc left a lock or a control
+// socket of without a state file, old enough, and nothing else.
+func TestRunscDebrisIDs(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-2 * debrisAge)
+	files := map[string]bool{ // name: made old
+		"bx-lone_sandbox:bx-lone.lock":   true, // debris
+		"runsc-bx-lone.sock":             true,
+		"runsc-bx-sockonly.sock":         true, // debris: the socket alone
+		"bx-live_sandbox:bx-live.lock":   true, // a state beside it: a container
+		"bx-live_sandbox:bx-live.state":  true,
+		"runsc-bx-live.sock":             true,
+		"bx-young_sandbox:bx-young.lock": false, // too young
+		"bx-runc":                        true,  // runc's, not runsc's
+	}
+	for name, aged := range files {
+		p := filepath.Join(root, name)
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if aged {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := runscDebrisIDs(root, debrisAge)
+	sort.Strings(got)
+	if want := []string{"bx-lone", "bx-sockonly"}; !slices.Equal(got, want) {
+		t.Errorf("runscDebrisIDs = %q, want %q", got, want)
+	}
+	if d := runscDebris(root, "bx-lone"); len(d) != 2 {
+		t.Errorf("runscDebris(bx-lone) = %q, want its lock and socket", d)
+	}
+	if d := runscDebris(root, "bx-live"); len(d) != 0 {
+		t.Errorf("runscDebris(bx-live) = %q, want none: it has a state", d)
 	}
 }

@@ -109,6 +109,7 @@ func (cfg Config) reap(ctx context.Context) {
 		cfg.sweep(ctx, leftovers)
 	}
 	cfg.reapRecords(ctx)
+	cfg.reapRunscDebris(ctx)
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(cfg.Runs)
 	for _, e := range entries {
