@@ -142,11 +142,12 @@ func (cfg Config) reap(ctx context.Context) {
 // container, and containerd makes a task only for a container that
 // exists, so such a task is always a leftover; but containerd's client
 // deletes a container whose task it failed to load (not only one it found
-// gone), and once seen (a gVisor sandbox of a server's pool, 2026-11-24)
-// the task, its shim and its sandbox stay, visible to no label. containerd
-// deletes a task only through its container, so a bare record with the
-// task's ID (labelled a sandbox of no one, for the next pass should this
-// one stop halfway) stands in for it while Destroy removes both.
+// gone), and then the task, its shim and its sandbox stay, visible to no
+// label (seen once: a gVisor sandbox of a stopping server's pool).
+// containerd deletes a task only through its container, so a bare record
+// with the task's ID (labelled a sandbox of no one, for the next pass
+// should this one stop halfway) stands in for it while Destroy removes
+// both.
 func (cfg Config) reapOrphanTasks(ctx context.Context) []string {
 	resp, err := cfg.Client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {
