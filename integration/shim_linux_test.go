@@ -220,20 +220,33 @@ func TestServeSharedShimKilled(t *testing.T) {
 // use its shared shims: the next boxer command reaps the runs, the
 // anchors, their sandbox records and the shims.
 func TestServeKilledSharedShimsReaped(t *testing.T) {
-	s := startServer(t, "--warm", "python", "--warm-size", "2", "--shared-shims", "2")
+	// Three pre-created: two fillers each hold one and the channel one
+	// more. Background work yields to running requests, so the pool is
+	// full before the run comes, and the run's take leaves two behind.
+	s := startServer(t, "--warm", "python", "--warm-size", "3", "--shared-shims", "2")
+	waitSandboxes := func(n int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(bundleSandboxes()) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("want %s on shared shims: %v\n%s", what, bundleSandboxes(), s.log)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitSandboxes(3, "three pre-created sandboxes")
 	// The run's answer never comes: the server is killed under it.
 	go func() {
 		if resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"import time; time.sleep(60)"}`)); err == nil {
 			resp.Body.Close()
 		}
 	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(bundleSandboxes()) < 3 {
+	for deadline := time.Now().Add(15 * time.Second); metric(t, s.url, "boxer_warm_runs_total") < 1; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("want a run and two pre-created sandboxes on shared shims: %v", bundleSandboxes())
+			t.Fatalf("the run took no pre-created sandbox: %s", s.log)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	waitSandboxes(3, "a run and two pre-created sandboxes")
 	must(t, s.cmd.Process.Kill())
 	_ = s.cmd.Wait()
 	recs, err := client.SandboxStore().List(context.Background())
