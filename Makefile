@@ -100,6 +100,7 @@ demo: deps install
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
 
 test-unit:
 	$(GO) test -count=1 ./cgroups/ ./fault/ ./oci/ ./seccomp/ ./egress/ ./secrets/ ./runner/ ./reaper/ ./snapshots/ ./daemon/ ./server/ ./cmd/... ./internal/... .

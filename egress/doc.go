@@ -17,3 +17,7 @@
 //
 // The user-facing reference is docs/reference.md ("Network egress").
 package egress
+
+// DefaultRange is where sandboxes' links take their addresses: a /30
+// each (the gateway, the sandbox).
+const DefaultRange = "10.201.0.0/16"

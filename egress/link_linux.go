@@ -16,10 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultRange is where sandboxes' links take their addresses: a /30
-// each (the gateway, the sandbox).
-const DefaultRange = "10.201.0.0/16"
-
 // mtu is both ends' (they must agree).
 const mtu = 1500
 

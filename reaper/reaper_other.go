@@ -50,3 +50,6 @@ func WriteFileAtomic(string, []byte, os.FileMode) error { return errNotLinux }
 
 // ShimScript is empty off Linux.
 func ShimScript(string) string { return "" }
+
+// OwnerOf is "" off Linux.
+func OwnerOf(int) string { return "" }

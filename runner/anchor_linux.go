@@ -17,10 +17,6 @@ import (
 	"github.com/containerd/log"
 )
 
-// DefaultShimRuns is how many sandboxes a shared shim serves before a new
-// one takes its place.
-const DefaultShimRuns = 1000
-
 // shimDeathWait bounds how long a run whose task's wait failed waits to
 // learn whether its shared shim died (its anchor's wait fails at the same
 // moment, from the same closed connection).

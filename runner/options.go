@@ -62,3 +62,7 @@ type EgressOptions struct {
 	// from: a dedicated interface or VPN for sandbox traffic.
 	Netns string
 }
+
+// DefaultShimRuns is how many sandboxes a shared shim serves before a new
+// one takes its place.
+const DefaultShimRuns = 1000

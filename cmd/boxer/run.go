@@ -15,7 +15,6 @@ import (
 	"github.com/boxer-dev/boxer/seccomp"
 	"github.com/docker/go-units"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 )
 
 // maxCode bounds code read from -f or stdin.
@@ -309,9 +308,4 @@ func readCode(path string) ([]byte, error) {
 		return nil, fmt.Errorf("-f %s: larger than %d bytes", path, maxCode)
 	}
 	return io.ReadAll(f)
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

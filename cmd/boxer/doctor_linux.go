@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// removeProbeDir ends what a runsc probe under dir left running (processes
+// whose command line names dir), unmounts what is mounted under it, deepest
+// first and until nothing is (mounts may be stacked), and removes it.
+func removeProbeDir(dir string) {
+	for _, pid := range processesNaming(dir + "/") {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for {
+		points := mountsUnder(dir)
+		if len(points) == 0 {
+			break
+		}
+		unmounted := false
+		for _, p := range points {
+			if syscall.Unmount(p, syscall.MNT_DETACH) == nil {
+				unmounted = true
+			}
+		}
+		if !unmounted {
+			break
+		}
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// mountsUnder lists the mount points under dir, deepest first.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	return points
+}
+
+// processesNaming lists the processes (other than this one) whose command
+// line contains s.
+func processesNaming(s string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(data, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package main
+
+import "os"
+
+// removeProbeDir removes dir: no runsc probe runs off Linux.
+func removeProbeDir(dir string) {
+	_ = os.RemoveAll(dir)
+}
