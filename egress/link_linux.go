@@ -114,8 +114,11 @@ func (l *Link) ResolvConf() []byte {
 	return []byte("# Written by boxer: names resolve through boxer's resolver, allowed names only.\nnameserver " + l.Gateway.String() + "\noptions timeout:2 attempts:2\n")
 }
 
-// Remove takes the link down: gateway, table, interfaces, namespace and
-// lease. It returns the final report and is idempotent.
+// Remove takes the link down: gateway, interfaces, table, namespace and
+// lease. The interfaces go before the table that guards them, so whatever
+// the sandbox may still send (Remove may come before its processes are
+// gone) finds either rules or no way out. It returns the final report and
+// is idempotent.
 func (l *Link) Remove() (Report, error) {
 	if l.removed {
 		return l.report, nil
@@ -124,7 +127,12 @@ func (l *Link) Remove() (Report, error) {
 	if l.gw != nil {
 		l.report = l.gw.Close()
 	}
-	err := errors.Join(removeTable(l.lease.table()), removeLink(l.lease.hostIf()), removeNetns(l.Netns))
+	err := removeLink(l.lease.hostIf())
+	if err == nil {
+		// A table whose interface is still there stays: Sweep retries.
+		err = removeTable(l.lease.table())
+	}
+	err = errors.Join(err, removeNetns(l.Netns))
 	if err == nil {
 		err = l.lease.release()
 	}
@@ -324,18 +332,16 @@ func Sweep(dir string) error {
 				continue
 			}
 			l := lease{dir: dir, n: n}
-			if err := errors.Join(removeTable(l.table()), removeLink(l.hostIf())); err != nil {
+			// The interface first, as in Remove.
+			if err := removeLink(l.hostIf()); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := removeTable(l.table()); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			errs = append(errs, l.release())
-		}
-		ts, err := tables()
-		errs = append(errs, err)
-		for _, t := range ts {
-			if n, err := strconv.Atoi(strings.TrimPrefix(t, tablePrefix)); err != nil || held[n] == "" {
-				errs = append(errs, removeTable(t))
-			}
 		}
 		links, err := netlink.LinkList()
 		if err != nil {
@@ -345,6 +351,13 @@ func Sweep(dir string) error {
 			name := link.Attrs().Name
 			if n, err := strconv.Atoi(strings.TrimPrefix(name, hostIfPrefix)); strings.HasPrefix(name, hostIfPrefix) && (err != nil || held[n] == "") {
 				errs = append(errs, removeLink(name))
+			}
+		}
+		ts, err := tables()
+		errs = append(errs, err)
+		for _, t := range ts {
+			if n, err := strconv.Atoi(strings.TrimPrefix(t, tablePrefix)); err != nil || held[n] == "" {
+				errs = append(errs, removeTable(t))
 			}
 		}
 		return errors.Join(errs...)

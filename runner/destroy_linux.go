@@ -31,13 +31,25 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 		close(sb.gone)
 		sb.stdinW.Close()
 	}
+	// The network link goes while the container does: deleting its host
+	// end waits tens of milliseconds for the kernel, as long as deleting a
+	// task. Its host end goes first, so nothing the sandbox may still send
+	// gets past a table that is gone.
+	var linkErr chan error
+	if sb.link != nil {
+		linkErr = make(chan error, 1)
+		go func() {
+			_, err := sb.link.Remove()
+			linkErr <- err
+		}()
+	}
 	if sb.container != nil {
 		if err := removeContainer(cctx, sb.container, sb.task); err != nil {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
 		}
 	}
-	if sb.link != nil {
-		if _, err := sb.link.Remove(); err != nil {
+	if linkErr != nil {
+		if err := <-linkErr; err != nil {
 			errs = append(errs, fmt.Errorf("removing the sandbox's network link: %w", err))
 		}
 	}
