@@ -67,9 +67,9 @@ type contender struct {
 	once  func(i int) error
 	times []time.Duration // one worker
 	// cpu is the whole machine's busy CPU time over the runs at one
-	// worker, until the machine is quiet again (a standby's making counts).
-	// It is an upper bound: what containerd does late for the run before
-	// (its garbage collection, a gVisor sandbox settling) can fall in it.
+	// worker, until the machine is quiet again (a standby's making, what
+	// containerd does late for the run: its garbage collection, a gVisor
+	// sandbox settling). Each run starts on a quiet machine.
 	cpu   time.Duration
 	rate4 float64 // runs per second, four workers
 	// failed counts the runs that failed at four workers; failure is the
@@ -236,6 +236,9 @@ func run(n, rssRuns int, boxerBin string) error {
 			if err := standbyReady(address, standbys); err != nil {
 				return fmt.Errorf("%s run %d: %w", c.name, i, err)
 			}
+			// What the run set going (a maker's teardown, containerd's
+			// garbage collection) is its own, not the next row's.
+			waitQuiet()
 			c.cpu += busyCPU() - busy
 		}
 	}
@@ -911,6 +914,26 @@ func busyCPU() time.Duration {
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
+
+// waitQuiet waits, up to quietMax, until the machine has been busy for at
+// most one clock tick (10 ms of CPU) over quietWindow.
+func waitQuiet() {
+	deadline := time.Now().Add(quietMax)
+	last := busyCPU()
+	for time.Now().Before(deadline) {
+		time.Sleep(quietWindow)
+		now := busyCPU()
+		if now-last <= 10*time.Millisecond {
+			return
+		}
+		last = now
+	}
+}
+
+const (
+	quietWindow = 100 * time.Millisecond
+	quietMax    = 3 * time.Second
+)
 
 // processStart is the p50 of n runs of bin --version: a process's start,
 // its package init and its exit.
