@@ -16,8 +16,10 @@ import (
 
 	"github.com/boxer-dev/boxer/internal/leftover"
 	"github.com/boxer-dev/boxer/snapshots"
+	apievents "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
 )
 
 // withStandby is the environment of a boxer that takes and leaves
@@ -183,6 +185,74 @@ func TestStandbyRace(t *testing.T) {
 	assertClean(t)
 }
 
+// TestConcurrentRunsReapNothing: four runs at a time with standbys, so
+// that runs race makers for standbys and every reaper pass (each run's and
+// each maker's) races other processes' teardowns. No task may lose its
+// container (a run that claimed a standby still being made removed the
+// container its maker was creating a task for), and no reaper pass may
+// take a sandbox being removed for one that did: no container record
+// stands in for a task (reapOrphanTasks).
+func TestConcurrentRunsReapNothing(t *testing.T) {
+	t.Cleanup(func() { endStandbys(t) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs, errs := client.Subscribe(ctx, `topic=="/containers/create"`)
+	var mu sync.Mutex
+	var standIns []string
+	go func() {
+		for {
+			select {
+			case e := <-evs:
+				v, err := typeurl.UnmarshalAny(e.Event)
+				// boxer's sandboxes name their image; a stand-in has none.
+				if c, ok := v.(*apievents.ContainerCreate); err == nil && ok && c.Image == "" {
+					mu.Lock()
+					standIns = append(standIns, c.ID)
+					mu.Unlock()
+				}
+			case <-errs:
+				return
+			}
+		}
+	}()
+	env := withStandby("5m")
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				if r := boxer(t, env, "run", "--lang", "bash", "-c", "echo ran"); r.code != 0 || r.stdout != "ran\n" {
+					t.Errorf("run: %d %q %s", r.code, r.stdout, r.stderr)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// The last runs' makers remove their runs' sandboxes: a SIGTERM
+	// before a maker has set up its handlers would kill it, leaving its
+	// run's sandbox to the next boxer command's reaper.
+	waitStandbys(t, 1)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cs, err := client.Containers(ctx)
+		must(t, err)
+		if len(cs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sandboxes 20 s after the runs, want the standby only", len(cs))
+		}
+	}
+	endStandbys(t)
+	time.Sleep(time.Second) // the last events
+	mu.Lock()
+	defer mu.Unlock()
+	if len(standIns) > 0 {
+		t.Errorf("reaper passes stood in for the containers of %d sandboxes being removed: %v", len(standIns), standIns)
+	}
+	assertClean(t)
+}
+
 // TestStandbyExpires: a standby no run takes is removed by its maker at
 // its expiry, with no other boxer process running.
 func TestStandbyExpires(t *testing.T) {
@@ -310,4 +380,10 @@ func TestStandbyImageReplaced(t *testing.T) {
 	if r.code != 0 || claimed(r) || !strings.Contains(r.stderr, "was replaced") || r.stdout != "/usr/bin/python3\n" {
 		t.Errorf("run after the image was replaced: %d %q %s", r.code, r.stdout, r.stderr)
 	}
+	// That run's maker removes its sandbox and makes the next standby; a
+	// SIGTERM before it has set up its handlers would kill it and leave
+	// the run's sandbox to a next boxer command this test does not run.
+	waitStandbys(t, 1)
+	endStandbys(t)
+	assertClean(t)
 }

@@ -140,7 +140,9 @@ func (cfg Config) reap(ctx context.Context) {
 // reapOrphanTasks removes boxer's tasks whose container is gone, and
 // returns their IDs for the sweep. boxer deletes a task before its
 // container, and containerd makes a task only for a container that
-// exists, so such a task is always a leftover; but containerd's client
+// exists, so such a task is always a leftover (once it is seen still there
+// after its container was found gone: the list of tasks can predate a
+// removal that took both); but containerd's client
 // deletes a container whose task it failed to load (not only one it found
 // gone), and then the task, its shim and its sandbox stay, visible to no
 // label (seen once: a gVisor sandbox of a stopping server's pool).
@@ -162,6 +164,12 @@ func (cfg Config) reapOrphanTasks(ctx context.Context) []string {
 		if _, err := cfg.Client.LoadContainer(ctx, t.ID); !errdefs.IsNotFound(err) {
 			continue
 		}
+		// A sandbox being removed meanwhile lost its task before its
+		// container: a task still listed now has truly lost its container.
+		// (Get would look the container up first.)
+		if !cfg.taskListed(ctx, t.ID) {
+			continue
+		}
 		c, err := cfg.Client.NewContainer(ctx, t.ID, containerd.WithSpec(&oci.Spec{}),
 			containerd.WithContainerLabels(map[string]string{LabelSandbox: "true"}))
 		if err != nil {
@@ -175,6 +183,20 @@ func (cfg Config) reapOrphanTasks(ctx context.Context) []string {
 		ids = append(ids, t.ID)
 	}
 	return ids
+}
+
+// taskListed says whether containerd lists a task of that ID.
+func (cfg Config) taskListed(ctx context.Context, id string) bool {
+	resp, err := cfg.Client.TaskService().List(ctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		return false
+	}
+	for _, t := range resp.Tasks {
+		if t.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // reapRecords removes the sandbox records of dead boxers' shared shims

@@ -63,9 +63,16 @@ func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duratio
 	}
 	until = time.Now().Add(idle)
 	sb := r.newSandbox(newID(), req, true)
-	sb.standby = map[string]string{reaper.LabelStandby: key, reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
+	sb.standby = map[string]string{reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
 	if err := sb.make(ctx, rootfs); err != nil {
 		return "", until, errors.Join(err, sb.destroy(ctx))
+	}
+	// Runs find it by this label, so it goes on once the gate holds the
+	// program: a run that claimed a standby still being made would find no
+	// task, and its removal of the container would leave the task the
+	// maker was creating with none.
+	if _, err := sb.container.SetLabels(ctx, map[string]string{reaper.LabelStandby: key}); err != nil {
+		return "", until, errors.Join(fmt.Errorf("labelling standby %s: %w", sb.id, err), sb.destroy(ctx))
 	}
 	return sb.id, until, nil
 }
