@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -336,6 +337,12 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 			return fmt.Errorf("starting sandbox: %w", err)
 		}
 	} else if err := sb.task.Start(opCtx); err != nil {
+		// A shared shim killed under the start: the task is gone or the
+		// connection closed (a runtime's own failure is neither, and does
+		// not wait for memberLost).
+		if (errdefs.IsNotFound(err) || errdefs.IsUnavailable(err) || strings.Contains(err.Error(), "closed")) && sb.memberLost() {
+			return shimDiedError(err)
+		}
 		return &runtimeError{step: "starting sandbox", err: err}
 	}
 	go func() {
@@ -357,6 +364,11 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 		}
 	}()
 	return nil
+}
+
+// shimDiedError is a run's end when its shared shim died under it.
+func shimDiedError(err error) error {
+	return fmt.Errorf("the sandbox's shim died (it served other sandboxes too; the next run gets a new one): %w", err)
 }
 
 // drainTimeout bounds the wait for a sandbox's output once its program
@@ -401,7 +413,7 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 	}
 	if err := status.Error(); err != nil {
 		if sb.memberLost() {
-			return e, fmt.Errorf("the sandbox's shim died (it served other sandboxes too; the next run gets a new one): %w", err)
+			return e, shimDiedError(err)
 		}
 		return e, fmt.Errorf("waiting for sandbox exit: %w", err)
 	}
