@@ -140,16 +140,16 @@ func (cfg Config) reap(ctx context.Context) {
 // reapOrphanTasks removes boxer's tasks whose container is gone, and
 // returns their IDs for the sweep. boxer deletes a task before its
 // container, and containerd makes a task only for a container that
-// exists, so such a task is always a leftover (once it is seen still there
-// after its container was found gone: the list of tasks can predate a
-// removal that took both); but containerd's client
-// deletes a container whose task it failed to load (not only one it found
-// gone), and then the task, its shim and its sandbox stay, visible to no
-// label (seen once: a gVisor sandbox of a stopping server's pool).
-// containerd deletes a task only through its container, so a bare record
-// with the task's ID (labelled a sandbox of no one, for the next pass
-// should this one stop halfway) stands in for it while Destroy removes
-// both.
+// exists; so a task still listed after its container was found gone (the
+// list can predate a removal that took both) is a leftover. containerd's
+// client deletes a container whose task it failed to load, not only one
+// it found gone, which leaves the task, its shim and its sandbox visible
+// to no label (seen: a gVisor sandbox of a stopping server's pool; a
+// standby claimed while its task was being made, before standbys were
+// labelled only once ready). containerd deletes a task only through its
+// container, so a bare record with the task's ID (labelled a sandbox of no
+// one, for the next pass should this one stop halfway) stands in for it
+// while Destroy removes both.
 func (cfg Config) reapOrphanTasks(ctx context.Context) []string {
 	resp, err := cfg.Client.TaskService().List(ctx, &tasks.ListTasksRequest{})
 	if err != nil {
