@@ -47,17 +47,26 @@ func main() {
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
 	flag.Parse()
+	hostBefore = readHostSettings()
 	var err error
 	if *table {
 		err = run(*n, *rssRuns, *boxerBin)
 	} else {
 		err = benchMemory(*boxerBin, address(), *rssRuns)
 	}
+	// Checked when every engine the bench started has stopped: whatever
+	// the figures, a changed host fails the run.
+	if herr := checkHost(hostBefore, "at the end"); herr != nil {
+		err = errors.Join(err, herr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
+
+// hostBefore is the host's settings as the bench found them.
+var hostBefore hostSettings
 
 // contender is one way to run the cycle. once runs it and checks that the
 // sandbox printed 1.
@@ -175,6 +184,9 @@ func run(n, rssRuns int, boxerBin string) error {
 	} else if c != nil {
 		defer stop()
 		cs = append(cs, c)
+	}
+	if err := checkHost(hostBefore, "after podman and docker started"); err != nil {
+		return err
 	}
 	// standbys is how many standby contenders there are: each leaves one,
 	// so before a run of one, as many wait (the others' and its own).
@@ -671,7 +683,10 @@ func docker(work, layer, address, runc string) (*contender, func(), error) {
 		"--containerd-plugins-namespace", "bench-moby-plugins",
 		"--data-root", filepath.Join(root, "data"), "--exec-root", filepath.Join(root, "exec"),
 		"--pidfile", filepath.Join(root, "dockerd.pid"), "-H", "unix://"+sock,
-		"--bridge", "none", "--iptables=false", "--ip-masq=false", "--userland-proxy=false",
+		// No bridge, no firewall rules and no forwarding: by default
+		// dockerd turns net.ipv4.ip_forward on and leaves it on.
+		"--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-forward=false",
+		"--ip-masq=false", "--userland-proxy=false",
 		"--add-runtime", "bench-runc="+runc, "--default-runtime", "bench-runc")
 	logf, err := os.Create(filepath.Join(root, "dockerd.log"))
 	if err != nil {
