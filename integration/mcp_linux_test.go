@@ -140,8 +140,9 @@ func TestMCPOverLimit(t *testing.T) {
 	stdout, err := cmd.StdoutPipe()
 	must(t, err)
 	must(t, cmd.Start())
-	exited := make(chan error, 1)
 	replies := make(chan reply)
+	done := make(chan struct{})
+	var waitErr error
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 1<<20)
@@ -156,13 +157,26 @@ func TestMCPOverLimit(t *testing.T) {
 			}
 		}
 		close(replies)
-		exited <- cmd.Wait()
+		waitErr = cmd.Wait()
+		close(done)
 	}()
+	// Ended as a host ends it, boxer mcp ends its sessions; killed, it
+	// would leave them to the next reaper.
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	})
 	fatal := func(format string, args ...any) {
 		t.Helper()
+		select { // the last words of a boxer mcp that is ending
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
 		log, _ := os.ReadFile(stderr.Name())
 		t.Fatalf("%s\nboxer mcp's stderr:\n%s", fmt.Sprintf(format, args...), log)
 	}
@@ -239,9 +253,9 @@ func TestMCPOverLimit(t *testing.T) {
 
 	must(t, stdin.Close())
 	select {
-	case err := <-exited:
-		if err != nil {
-			fatal("boxer mcp: %v", err)
+	case <-done:
+		if waitErr != nil {
+			fatal("boxer mcp: %v", waitErr)
 		}
 	case <-ctx.Done():
 		fatal("boxer mcp did not end when its stdin closed")
