@@ -1,15 +1,21 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -102,5 +108,157 @@ func TestMCP(t *testing.T) {
 		}
 	}
 	session.Close()
+	assertClean(t)
+}
+
+// reply is a JSON-RPC response as boxer mcp writes it.
+type reply struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Error  *jsonrpc.Error  `json:"error"`
+	Result struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	} `json:"result"`
+}
+
+// TestMCPOverLimit: over 'boxer mcp”s stdio, written by hand so that the
+// order is known, a 20 MiB run_code call (over the 16 MiB limit a message)
+// and a call right behind it in the same write: the first is answered with
+// an Invalid Request error carrying its id, the second is answered, and the
+// session made before goes on with its state.
+func TestMCPOverLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "mcp", "--warm-size", "0")
+	cmd.Env = testEnv
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	must(t, err)
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	replies := make(chan reply)
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var r reply
+			if json.Unmarshal(sc.Bytes(), &r) != nil || r.Method != "" {
+				continue
+			}
+			select {
+			case replies <- r:
+			case <-ctx.Done():
+			}
+		}
+		close(replies)
+		waitErr = cmd.Wait()
+		close(done)
+	}()
+	// Ended as a host ends it, boxer mcp ends its sessions; killed, it
+	// would leave them to the next reaper.
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	fatal := func(format string, args ...any) {
+		t.Helper()
+		select { // the last words of a boxer mcp that is ending
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		log, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("%s\nboxer mcp's stderr:\n%s", fmt.Sprintf(format, args...), log)
+	}
+	write := func(data []byte) {
+		t.Helper()
+		if _, err := stdin.Write(data); err != nil {
+			fatal("writing %d bytes: %v", len(data), err)
+		}
+	}
+	message := func(id int, method string, params any) []byte {
+		data, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		must(t, err)
+		return append(data, '\n')
+	}
+	runCode := func(id int, args map[string]any) []byte {
+		return message(id, "tools/call", map[string]any{"name": "run_code", "arguments": args})
+	}
+	early := map[string]reply{}
+	await := func(id int) reply {
+		t.Helper()
+		for {
+			if r, ok := early[fmt.Sprint(id)]; ok {
+				return r
+			}
+			select {
+			case r, ok := <-replies:
+				if !ok {
+					fatal("boxer mcp ended before answering call %d", id)
+				}
+				early[string(r.ID)] = r
+			case <-ctx.Done():
+				fatal("no answer to call %d", id)
+			}
+		}
+	}
+	stdoutOf := func(id int) string {
+		t.Helper()
+		r := await(id)
+		var out result
+		if r.Error != nil || r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &out) != nil {
+			fatal("call %d: %+v %s", id, r.Error, r.Result.StructuredContent)
+		}
+		return out.Stdout
+	}
+
+	write(message(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "boxer-test", "version": "1"}}))
+	if r := await(1); r.Error != nil {
+		fatal("initialize: %+v", r.Error)
+	}
+	write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+	write(message(2, "tools/call", map[string]any{"name": "create_session", "arguments": map[string]any{"lang": "python"}}))
+	r := await(2)
+	var sess runner.Session
+	if r.Error != nil || r.Result.IsError || json.Unmarshal(r.Result.StructuredContent, &sess) != nil || sess.ID == "" {
+		fatal("create_session: %+v %s", r.Error, r.Result.StructuredContent)
+	}
+	write(runCode(3, map[string]any{"session_id": sess.ID, "code": "x = 41"}))
+	stdoutOf(3)
+
+	big := runCode(4, map[string]any{"session_id": sess.ID, "code": "print(len(open('big.txt').read()))",
+		"files": map[string]string{"big.txt": strings.Repeat("a", 20<<20)}})
+	write(append(big, runCode(5, map[string]any{"session_id": sess.ID, "code": "print(x + 1)"})...))
+	if r := await(4); r.Error == nil || r.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(r.Error.Message, "16 MiB") {
+		fatal("20 MiB call: %+v %s, want an Invalid Request error naming the limit", r.Error, r.Result.StructuredContent)
+	}
+	if got := stdoutOf(5); got != "42\n" {
+		t.Errorf("call behind the 20 MiB one: stdout %q, want %q", got, "42\n")
+	}
+	write(runCode(6, map[string]any{"session_id": sess.ID, "code": "print(x * 2)"}))
+	if got := stdoutOf(6); got != "82\n" {
+		t.Errorf("call in the session after: stdout %q, want %q", got, "82\n")
+	}
+
+	must(t, stdin.Close())
+	select {
+	case <-done:
+		if waitErr != nil {
+			fatal("boxer mcp: %v", waitErr)
+		}
+	case <-ctx.Done():
+		fatal("boxer mcp did not end when its stdin closed")
+	}
 	assertClean(t)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/server"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 )
 
@@ -70,7 +69,7 @@ func mcpCommand() *cli.Command {
 			stop := make(chan struct{})
 			defer close(stop)
 			go expireSessions(r, stop)
-			if err := s.Run(c.Context, &mcp.StdioTransport{}); err != nil && c.Context.Err() == nil {
+			if err := s.Run(c.Context, &server.StdioTransport{}); err != nil && c.Context.Err() == nil {
 				return fail("mcp: %v", err)
 			}
 			return nil
