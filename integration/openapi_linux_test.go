@@ -87,12 +87,12 @@ func invalidRequest(req *http.Request) *http.Request {
 }
 
 func (o *openAPITransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := readBody(req)
+	data, err := readBody(req)
 	if err != nil {
 		return nil, err
 	}
 	out := req.Clone(req.Context())
-	out.Body = body()
+	out.Body = bodyOf(data)
 	route, params, err := o.router.FindRoute(req)
 	if err != nil {
 		o.t.Errorf("%s %s: no operation of server/openapi.json: %v", req.Method, req.URL.Path, err)
@@ -108,11 +108,11 @@ func (o *openAPITransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		Route:      route,
 		Options:    &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, SchemaValidationOptions: terse},
 	}
-	in.Request.Body = body()
+	in.Request.Body = bodyOf(data)
 	err = openapi3filter.ValidateRequest(req.Context(), in)
 	switch invalid, _ := req.Context().Value(invalidKey{}).(bool); {
 	case invalid && err == nil:
-		o.t.Errorf("%s: a request sent as invalid is one the document accepts: %s %s", op, req.Method, req.URL)
+		o.t.Errorf("%s: a request sent as invalid is one the document accepts: %s %s %s", op, req.Method, req.URL.Path, abbrev(data))
 	case !invalid && err != nil:
 		o.t.Errorf("%s: request does not match server/openapi.json: %v", op, err)
 	}
@@ -131,15 +131,15 @@ func (o *openAPITransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		o.streamed(op, res, resp)
 		return resp, nil
 	}
-	data, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {
 		// The answer was cut: the test sees that, nothing to check.
-		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), errReader{err}))
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(answer), errReader{err}))
 		return resp, nil
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	res.SetBodyBytes(data)
+	resp.Body = io.NopCloser(bytes.NewReader(answer))
+	res.SetBodyBytes(answer)
 	if err := openapi3filter.ValidateResponse(req.Context(), res); err != nil {
 		o.t.Errorf("%s: %d answer does not match server/openapi.json: %v", op, resp.StatusCode, err)
 	}
@@ -225,17 +225,21 @@ func (c *ndjsonCheck) check(l []byte, s *openapi3.Schema, what string) {
 
 func (c *ndjsonCheck) Close() error { return c.body.Close() }
 
-// readBody reads a request's body once and returns a maker of copies.
-func readBody(req *http.Request) (func() io.ReadCloser, error) {
+// readBody reads a request's body (nil: none), to send it and check it.
+func readBody(req *http.Request) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return func() io.ReadCloser { return http.NoBody }, nil
+		return nil, nil
 	}
-	data, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, err
+	defer req.Body.Close()
+	return io.ReadAll(req.Body)
+}
+
+// bodyOf is a request body of data read by readBody.
+func bodyOf(data []byte) io.ReadCloser {
+	if data == nil {
+		return http.NoBody
 	}
-	return func() io.ReadCloser { return io.NopCloser(bytes.NewReader(data)) }, nil
+	return io.NopCloser(bytes.NewReader(data))
 }
 
 type errReader struct{ err error }
