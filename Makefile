@@ -72,9 +72,17 @@ deps:
 # for the test that proves boxer's client against it, as a host's system
 # containerd may be that one; and runc 1.1.5 into $(COMPAT)/runc, apart
 # from it, for the test that 'boxer doctor' warns about a containerd that
-# runs a runc without the November 2025 fixes.
+# runs a runc without the November 2025 fixes. Then the npm packages of
+# package-lock.json into node_modules/ (redocly, for TestOpenAPILint), with
+# Debian's nodejs and npm when npm is missing; again only when the lock
+# file is newer than what is installed.
 COMPAT := /usr/local/lib/boxer/compat
 test-deps:
+	@command -v npm >/dev/null || { \
+		echo "==> apt-get install nodejs npm"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	}
+	@[ node_modules/.package-lock.json -nt package-lock.json ] || { echo "==> npm ci"; npm ci --no-audit --no-fund; }
 	@for p in containerd:.:usr/bin/containerd runc:runc:usr/sbin/runc; do \
 		pkg=$${p%%:*}; rest=$${p#*:}; dir=$(COMPAT)/$${rest%%:*}; dir=$${dir%/.}; bin=$${rest#*:}; \
 		[ -x $$dir/$$bin ] && continue; \

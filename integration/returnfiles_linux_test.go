@@ -92,7 +92,7 @@ func TestReturnFilesHTTP(t *testing.T) {
 	if code != 400 || !strings.Contains(string(resp), `"field":"return_files"`) {
 		t.Errorf("a glob outside /workspace: %d %s", code, resp)
 	}
-	code, _, resp = s.post(t, `{"lang":"python","code":"1","files_base64":{"a":"not base64!"}}`)
+	code, _, resp = s.postInvalid(t, `{"lang":"python","code":"1","files_base64":{"a":"not base64!"}}`)
 	if code != 400 || !strings.Contains(string(resp), `"field":"files_base64"`) {
 		t.Errorf("bad base64: %d %s", code, resp)
 	}

@@ -26,6 +26,8 @@ type server struct {
 	cmd   *exec.Cmd
 	audit string
 	log   *bytes.Buffer
+	// client checks every call against the OpenAPI document.
+	client *http.Client
 }
 
 func freePort(t *testing.T) int {
@@ -44,6 +46,7 @@ func startServer(t *testing.T, flags ...string) *server {
 	t.Helper()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s := &server{url: "http://" + addr, audit: filepath.Join(t.TempDir(), "audit.jsonl"), log: &bytes.Buffer{}}
+	s.client = apiClient(t, s.url)
 	args := append([]string{"--namespace", namespace, "serve", "--listen", addr, "--audit-log", s.audit}, flags...)
 	s.cmd = exec.Command(boxerBin, args...)
 	s.cmd.Env = testEnv
@@ -60,7 +63,7 @@ func startServer(t *testing.T, flags ...string) *server {
 	})
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		resp, err := http.Get(s.url + "/healthz")
+		resp, err := s.client.Get(s.url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			return s
@@ -72,13 +75,29 @@ func startServer(t *testing.T, flags ...string) *server {
 	}
 }
 
+// post sends body to POST /v1/runs with header's name and value pairs.
 func (s *server) post(t *testing.T, body string, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", s.url+"/v1/runs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	return s.send(t, req, header...)
+}
+
+// postInvalid is post of a body the OpenAPI document refuses too, to test
+// the server's 4xx: sent without request validation.
+func (s *server) postInvalid(t *testing.T, body string, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.url+"/v1/runs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	return s.send(t, invalidRequest(req), header...)
+}
+
+func (s *server) send(t *testing.T, req *http.Request, header ...string) (int, http.Header, []byte) {
+	t.Helper()
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		// Errorf, not Fatalf: post runs in goroutines too.
 		t.Errorf("POST: %v", err)
@@ -128,26 +147,32 @@ func TestServeRunsAndRejects(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &res) != nil || res.Stdout != "hello world\n" || res.Status != "exited" {
 		t.Fatalf("run: %d %s", code, body)
 	}
+	// invalid: the OpenAPI document refuses the body too.
 	tests := []struct {
 		name, body string
+		invalid    bool
 		code       int
 		field      string
 	}{
-		{"unknown field", `{"lang":"python","cod":"x"}`, 400, "cod"},
-		{"wrong type", `{"lang":"python","code":"1","pids":"many"}`, 400, "pids"},
-		{"above max", `{"lang":"python","code":"1","memory":"1g"}`, 400, "memory"},
-		{"bad size", `{"lang":"python","code":"1","tmp_size":"huge"}`, 400, "tmp_size"},
-		{"bad lang", `{"lang":"cobol","code":"1"}`, 400, "lang"},
-		{"zero cpus", `{"lang":"python","code":"1","cpus":0}`, 400, "cpus"},
-		{"nothing", `{}`, 400, "lang"},
-		{"not json", `lang=python`, 400, "body"},
-		{"escaping file", `{"lang":"python","code":"1","files":{"../x":"y"}}`, 400, "files"},
-		{"missing image", `{"image":"no/such:image","command":["true"]}`, 400, "image"},
-		{"too big", `{"lang":"python","code":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body"},
+		{"unknown field", `{"lang":"python","cod":"x"}`, true, 400, "cod"},
+		{"wrong type", `{"lang":"python","code":"1","pids":"many"}`, true, 400, "pids"},
+		{"above max", `{"lang":"python","code":"1","memory":"1g"}`, false, 400, "memory"},
+		{"bad size", `{"lang":"python","code":"1","tmp_size":"huge"}`, false, 400, "tmp_size"},
+		{"bad lang", `{"lang":"cobol","code":"1"}`, true, 400, "lang"},
+		{"zero cpus", `{"lang":"python","code":"1","cpus":0}`, false, 400, "cpus"},
+		{"nothing", `{}`, false, 400, "lang"},
+		{"not json", `lang=python`, true, 400, "body"},
+		{"escaping file", `{"lang":"python","code":"1","files":{"../x":"y"}}`, false, 400, "files"},
+		{"missing image", `{"image":"no/such:image","command":["true"]}`, false, 400, "image"},
+		{"too big", `{"lang":"python","code":"` + strings.Repeat("x", 70<<10) + `"}`, false, 413, "body"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, body := s.post(t, tc.body)
+			post := s.post
+			if tc.invalid {
+				post = s.postInvalid
+			}
+			code, _, body := post(t, tc.body)
 			var e struct{ Field, Error string }
 			if code != tc.code || json.Unmarshal(body, &e) != nil || (e.Field != tc.field && tc.field != "body") || e.Error == "" {
 				t.Errorf("%d %s, want %d naming %q", code, body, tc.code, tc.field)
@@ -155,7 +180,7 @@ func TestServeRunsAndRejects(t *testing.T) {
 		})
 	}
 	// Metrics: the runs and the rejections are counted.
-	resp, err := http.Get(s.url + "/metrics")
+	resp, err := s.client.Get(s.url + "/metrics")
 	must(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -242,10 +267,11 @@ func TestServeClientGoneCancelsRun(t *testing.T) {
 	s := startServer(t, "--warm", "")
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", s.url+"/v1/runs", strings.NewReader(`{"lang":"python","code":"import time; time.sleep(60)"}`))
+	req.Header.Set("Content-Type", "application/json")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := s.client.Do(req); err == nil {
 			resp.Body.Close()
 		}
 	}()
@@ -396,7 +422,7 @@ print(seen, os.getpid(), len([p for p in os.listdir("/proc") if p.isdigit()]), o
 	}
 	sameAsCold(t, s, "runc")
 
-	resp, err := http.Get(s.url + "/metrics")
+	resp, err := s.client.Get(s.url + "/metrics")
 	must(t, err)
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -463,13 +489,13 @@ print(open("/proc/self/cmdline").read().split("\\0"), sorted(os.environ.items())
 		}
 		body, _ := json.Marshal(req)
 		time.Sleep(time.Second) // let the pool refill
-		before := warmRuns(t, s.url)
+		before := warmRuns(t, s)
 		status, _, resp := s.post(t, string(body))
 		var res result
 		if status != 200 || json.Unmarshal(resp, &res) != nil || res.ExitCode != 0 {
 			t.Fatalf("probe (warm %v): %d %s", warm, status, resp)
 		}
-		if took := warmRuns(t, s.url) > before; took != warm {
+		if took := warmRuns(t, s) > before; took != warm {
 			t.Fatalf("probe (warm %v) took a warm sandbox: %v", warm, took)
 		}
 		seen[warm] = res.Stdout
@@ -490,9 +516,9 @@ func TestServeWarmRunsc(t *testing.T) {
 }
 
 // warmRuns reads boxer_warm_runs_total from the server's metrics.
-func warmRuns(t *testing.T, url string) int {
+func warmRuns(t *testing.T, s *server) int {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := s.client.Get(s.url + "/metrics")
 	must(t, err)
 	defer resp.Body.Close()
 	metrics, _ := io.ReadAll(resp.Body)

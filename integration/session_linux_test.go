@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,15 +194,33 @@ func TestSessionExpiry(t *testing.T) {
 // sessionHTTP makes one HTTP request with a token and returns its answer.
 func sessionHTTP(t *testing.T, s *server, token, method, path, body string) (int, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	code, _, data := sessionDo(t, s, sessionRequest(token, method, s.url+path, body))
+	return code, data
+}
+
+// sessionRequest is a request with a token: its body a file's bytes for a
+// PUT, else JSON.
+func sessionRequest(token, method, target, body string) *http.Request {
+	req, _ := http.NewRequest(method, target, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	switch {
+	case method == "PUT":
+		req.Header.Set("Content-Type", "application/octet-stream")
+	case body != "":
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+func sessionDo(t *testing.T, s *server, req *http.Request) (int, http.Header, []byte) {
+	t.Helper()
+	resp, err := s.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, data
+	return resp.StatusCode, resp.Header, data
 }
 
 // TestSessionHTTP: a session over HTTP keeps state and files; a second
@@ -215,6 +234,16 @@ func TestSessionHTTP(t *testing.T) {
 			a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
 			s := startServer(t, "--token-file", tokens, "--max-sessions", "2")
+			// What a session does not take yet is refused, naming it.
+			for _, field := range []string{`"code":"1"`, `"command":["true"]`, `"allow_hosts":["web.test"]`, `"net_bytes":"5m"`, `"secrets":["A"]`, `"return_files":["*"]`, `"stdin":"x"`} {
+				name, _, _ := strings.Cut(strings.Trim(field, `"`), `"`)
+				req := invalidRequest(sessionRequest(a, "POST", s.url+"/v1/sessions", `{"lang":"python",`+field+`}`))
+				code, _, data := sessionDo(t, s, req)
+				var e struct{ Field, Error string }
+				if code != 400 || json.Unmarshal(data, &e) != nil || e.Field != name || e.Error == "" {
+					t.Errorf("session with %s: %d %s, want 400 naming %s", field, code, data, name)
+				}
+			}
 			code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`"}`)
 			var sess runner.Session
 			if code != 201 || json.Unmarshal(data, &sess) != nil || !sess.Interpreter {
@@ -241,12 +270,23 @@ func TestSessionHTTP(t *testing.T) {
 			if code != 200 || json.Unmarshal(data, &res) != nil || res.Stdout != "42\n" {
 				t.Fatalf("call 2: %d %s", code, data)
 			}
-			file := "/v1/sessions/" + sess.ID + "/files/sub/f.bin"
+			// The file's path is one parameter, its slash escaped, as a
+			// client made from the OpenAPI document sends it.
+			file := "/v1/sessions/" + sess.ID + "/files/" + url.PathEscape("sub/f.bin")
 			if code, data := sessionHTTP(t, s, a, "PUT", file, "\x00\x01binary"); code != 204 {
 				t.Fatalf("put: %d %s", code, data)
 			}
 			if code, data := sessionHTTP(t, s, a, "GET", file, ""); code != 200 || string(data) != "\x00\x01binary" {
 				t.Errorf("get: %d %q", code, data)
+			}
+			// A text file is bytes too, never sniffed into a page.
+			page := "/v1/sessions/" + sess.ID + "/files/page.html"
+			if code, data := sessionHTTP(t, s, a, "PUT", page, "<html><script>alert(1)</script>"); code != 204 {
+				t.Fatalf("put: %d %s", code, data)
+			}
+			code, hdr, data := sessionDo(t, s, sessionRequest(a, "GET", s.url+page, ""))
+			if code != 200 || hdr.Get("Content-Type") != "application/octet-stream" || hdr.Get("X-Content-Type-Options") != "nosniff" || string(data) != "<html><script>alert(1)</script>" {
+				t.Errorf("get page.html: %d %q %q %q, want 200 application/octet-stream nosniff", code, hdr.Get("Content-Type"), hdr.Get("X-Content-Type-Options"), data)
 			}
 			// The other token: as if the session did not exist.
 			for _, c := range []struct{ method, path, body string }{

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -117,7 +116,7 @@ func TestServeSharedShims(t *testing.T) {
 			if tc.k == 0 && len(members) > 0 {
 				t.Errorf("runs joined %v with --shared-shims 0", members)
 			}
-			if n := metric(t, s.url, "boxer_shared_shim_runs_total"); (n >= runs) != (tc.k > 0) {
+			if n := metric(t, s, "boxer_shared_shim_runs_total"); (n >= runs) != (tc.k > 0) {
 				t.Errorf("boxer_shared_shim_runs_total = %d after %d runs with --shared-shims %d", n, runs, tc.k)
 			}
 			s.stop(t)
@@ -237,11 +236,11 @@ func TestServeKilledSharedShimsReaped(t *testing.T) {
 	waitSandboxes(3, "three pre-created sandboxes")
 	// The run's answer never comes: the server is killed under it.
 	go func() {
-		if resp, err := http.Post(s.url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"import time; time.sleep(60)"}`)); err == nil {
+		if resp, err := s.client.Post(s.url+"/v1/runs", "application/json", strings.NewReader(`{"lang":"python","code":"import time; time.sleep(60)"}`)); err == nil {
 			resp.Body.Close()
 		}
 	}()
-	for deadline := time.Now().Add(15 * time.Second); metric(t, s.url, "boxer_warm_runs_total") < 1; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); metric(t, s, "boxer_warm_runs_total") < 1; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run took no pre-created sandbox: %s", s.log)
 		}
@@ -297,9 +296,9 @@ func bundleSandboxes() []string {
 }
 
 // metric reads a counter or gauge without labels from the server's metrics.
-func metric(t *testing.T, url, name string) int {
+func metric(t *testing.T, s *server, name string) int {
 	t.Helper()
-	resp, err := http.Get(url + "/metrics")
+	resp, err := s.client.Get(s.url + "/metrics")
 	must(t, err)
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)

@@ -38,8 +38,9 @@ func (s *server) postStream(t *testing.T, body string) (int, http.Header, []stre
 func (s *server) postStreamTo(t *testing.T, path, body string) (int, http.Header, []streamLine) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", s.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/x-ndjson")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatalf("POST: %v", err)
 	}
@@ -257,7 +258,7 @@ func TestMCPProgress(t *testing.T) {
 // code writes it, through the session's wire, then the result last.
 func TestSessionStream(t *testing.T) {
 	s := startServer(t)
-	resp, err := http.Post(s.url+"/v1/sessions", "application/json", strings.NewReader(`{"lang":"python"}`))
+	resp, err := s.client.Post(s.url+"/v1/sessions", "application/json", strings.NewReader(`{"lang":"python"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestSessionStream(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	req, _ := http.NewRequest("DELETE", s.url+"/v1/sessions/"+sess.ID, nil)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+	if resp, err := s.client.Do(req); err != nil || resp.StatusCode != 204 {
 		t.Errorf("delete: %v %v", resp, err)
 	}
 }

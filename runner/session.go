@@ -149,8 +149,11 @@ func EndText(reason string) string {
 // what a session cannot have.
 func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, time.Duration, time.Duration, error) {
 	req := sr.Request
-	if len(req.Code) > 0 || len(req.Args) > 0 {
+	if len(req.Code) > 0 {
 		return req, 0, 0, fieldErr(FieldCode, "is for a call: a session is made empty, code runs in it with each call")
+	}
+	if len(req.Args) > 0 {
+		return req, 0, 0, fieldErr(FieldCommand, "is not available for sessions: a session runs its language's calls")
 	}
 	if req.Lang == "" {
 		return req, 0, 0, fieldErr(FieldLang, "is required for a session: one of %s", strings.Join(PresetNames(), ", "))

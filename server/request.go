@@ -16,6 +16,9 @@ import (
 // files.
 const fieldFilesBase64 = "files_base64"
 
+// fieldStdin is the field of a program's input.
+const fieldStdin = "stdin"
+
 // RunRequest is the body of POST /v1/runs: the run flags, plus files
 // written into /workspace and stdin.
 type RunRequest struct {

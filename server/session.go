@@ -58,8 +58,20 @@ func (sr SessionRequest) sessionRequest(max runner.Maxima, caller string) (runne
 			return out, &runner.FieldError{Field: d.field, Message: fmt.Sprintf("must be a positive duration, like 10m, not %q", d.v)}
 		}
 	}
-	if sr.Code != "" || len(sr.Command) > 0 {
-		return out, &runner.FieldError{Field: runner.FieldCode, Message: "is for a call (POST /v1/sessions/{id}/runs): a session is made empty"}
+	// A session is made empty: what runs, and its input, come with each
+	// call. Its network is a later change: net_bytes has nothing to cap.
+	for _, f := range []struct {
+		field, msg string
+		set        bool
+	}{
+		{runner.FieldCode, "is for a call (POST /v1/sessions/{id}/runs): a session is made empty", sr.Code != ""},
+		{runner.FieldCommand, "is not available for sessions: a session runs its language's calls (use a run)", len(sr.Command) > 0},
+		{fieldStdin, "is for a call (POST /v1/sessions/{id}/runs): a session is made empty", sr.Stdin != ""},
+		{runner.FieldNetBytes, "is not available for sessions yet: a session has no network (use a run)", sr.NetBytes != ""},
+	} {
+		if f.set {
+			return out, &runner.FieldError{Field: f.field, Message: f.msg}
+		}
 	}
 	// The sandbox's shape as a run's, unnormalized: CreateSession
 	// normalizes it within the server's caps.
@@ -305,7 +317,10 @@ func (s *Server) handleSessionFileGet(w http.ResponseWriter, r *http.Request) {
 		s.answerSessionError(w, r, id, err)
 		return
 	}
-	w.Header().Set("Content-Type", http.DetectContentType(data))
+	// The bytes as they are: sniffed, a file the code wrote would be
+	// served as a page of the server's origin.
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
 	_, _ = w.Write(data)
 }

@@ -1,0 +1,33 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/boxer-dev/boxer/runner"
+)
+
+// TestSessionRequestRefuses: what a session does not take is refused
+// naming its own field (the runner refuses allow_hosts, secrets and
+// return_files: TestSessionHTTP).
+func TestSessionRequestRefuses(t *testing.T) {
+	tests := []struct {
+		field string
+		sr    SessionRequest
+	}{
+		{"code", SessionRequest{RunRequest: RunRequest{Lang: "python", Input: Input{Code: "1"}}}},
+		{"command", SessionRequest{RunRequest: RunRequest{Lang: "python", Command: []string{"true"}}}},
+		{"stdin", SessionRequest{RunRequest: RunRequest{Lang: "python", Input: Input{Stdin: "x"}}}},
+		{"net_bytes", SessionRequest{RunRequest: RunRequest{Lang: "python", Input: Input{NetBytes: "5m"}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.field, func(t *testing.T) {
+			_, err := tc.sr.sessionRequest(runner.Maxima{}, "anonymous")
+			if ae := apiError(err); ae.Field != tc.field || ae.Message == "" {
+				t.Errorf("err %v, want a %s field error", err, tc.field)
+			}
+		})
+	}
+	if _, err := (SessionRequest{RunRequest: RunRequest{Lang: "python"}, IdleTimeout: "1m"}).sessionRequest(runner.Maxima{}, "anonymous"); err != nil {
+		t.Errorf("a plain session: %v", err)
+	}
+}
