@@ -13,33 +13,49 @@ import (
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 )
 
-// expire ends c if it is over, and says why ("" if it lives).
-func (r *Runner) expire(ctx context.Context, c containerd.Container) string {
-	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
-	if err != nil {
-		return ""
+// expire ends session c if it is over, and says why ("" if it lives);
+// ended says whether this call removed it. info's labels may be a list's:
+// a verdict to end the session is taken again on labels read now (see
+// reaper.SessionEnd), and a session another live process removes is left
+// to it. ask says whether to ask containerd whether its sandbox runs.
+func (r *Runner) expire(ctx context.Context, c containerd.Container, info containers.Container, ask bool) (reason string, ended bool) {
+	if r.verdict(ctx, c, info.Labels, ask) == "" {
+		return "", false
 	}
-	return r.expireInfo(ctx, c, info, true)
+	fresh, err := c.Info(ctx)
+	switch {
+	case errdefs.IsNotFound(err):
+		return reaper.EndRemoved, false
+	case err != nil:
+		return "", false // the next look tells
+	}
+	if reason, ok := reaper.BeingEnded(fresh.Labels); ok {
+		return reason, false
+	}
+	if reason = r.verdict(ctx, c, fresh.Labels, ask); reason == "" {
+		return "", false
+	}
+	_ = r.endSession(ctx, c, reason)
+	return reason, true
 }
 
-// expireInfo is expire for c, whose info is at hand; ask says whether to
-// ask containerd whether its sandbox runs.
-func (r *Runner) expireInfo(ctx context.Context, c containerd.Container, info containers.Container, ask bool) string {
+// verdict says whether session c, with these labels, is over, and why:
+// reaper.SessionEnd's verdict, or (asked) a session this process holds
+// and has made whose sandbox no longer runs. One being made is its
+// maker's: its task is not started yet.
+func (r *Runner) verdict(ctx context.Context, c containerd.Container, labels map[string]string, ask bool) string {
 	var runs func() bool
 	if ask {
 		runs = func() bool { return running(ctx, c) }
 	}
-	used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
-	reason := reaper.SessionEnd(info.Labels, used, time.Now(), runs)
-	if reason == "" && ask && info.Labels[reaper.LabelOwner] == r.owner && !running(ctx, c) {
-		// Held by this process: its sandbox ended (it is made by now).
+	used := reaper.LastUsed(labels, filepath.Join(r.runsDir, c.ID()))
+	reason := reaper.SessionEnd(labels, used, time.Now(), runs)
+	if reason == "" && ask && labels[reaper.LabelOwner] == r.owner && labels[reaper.LabelSessionMade] != "" && !running(ctx, c) {
 		reason = reaper.EndExited
-	}
-	if reason != "" {
-		_ = r.endSession(ctx, c, reason)
 	}
 	return reason
 }
@@ -57,10 +73,22 @@ func running(ctx context.Context, c containerd.Container) bool {
 // endSession removes a session's sandbox and returns a SessionEndedError
 // that says why.
 func (r *Runner) endSession(ctx context.Context, c containerd.Container, reason string) error {
-	if err := r.destroyLeftover(ctx, c); err != nil {
+	if err := r.removeSession(ctx, c, reason); err != nil {
 		log.G(ctx).WithError(err).Warnf("removing session %s", c.ID())
 	}
 	return &SessionEndedError{ID: c.ID(), Reason: reason}
+}
+
+// removeSession labels session c as being removed by this process, for
+// reason, and removes it: another process that finds it meanwhile (its
+// maker among them) leaves it to this one and tells the same reason.
+func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reason string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
+	defer cancel()
+	if _, err := reaper.MarkEnding(cctx, c, reason); err != nil && !errdefs.IsNotFound(err) {
+		log.G(ctx).WithError(err).Debugf("marking session %s as being removed", c.ID())
+	}
+	return r.destroyLeftover(ctx, c)
 }
 
 // RemoveSession ends a session of caller ("" for any).
@@ -72,14 +100,16 @@ func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
 	} else if err != nil {
 		return err
 	}
-	if err := r.destroyLeftover(ctx, s.c); err != nil {
+	if err := r.removeSession(ctx, s.c, reaper.EndRemoved); err != nil {
 		return fmt.Errorf("removing session %s: %w", id, err)
 	}
 	return nil
 }
 
 // ExpireSessions ends every session that is over (a server calls it on a
-// timer: the idle timeout holds without a call) and returns them.
+// timer: the idle timeout holds without a call) and returns those it
+// ended. Sessions being made, by this process or another, are left to
+// their makers.
 func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
 	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
@@ -91,7 +121,7 @@ func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
 		if err != nil {
 			continue
 		}
-		if reason := r.expire(ctx, c); reason != "" {
+		if reason, ok := r.expire(ctx, c, info, true); ok {
 			ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason})
 		}
 	}
@@ -100,7 +130,8 @@ func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
 
 // CloseSessions ends the sessions this process holds whose caller is
 // caller ("" for all), for reason (a client that disconnected, a server
-// that shuts down), and returns them.
+// that shuts down), and returns them. One it is still making ends too:
+// its maker finds it being removed and fails with this reason.
 func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []EndedSession {
 	// One filter, its selectors joined by a comma: containerd ORs
 	// separate filters, which would match every sandbox of this process.

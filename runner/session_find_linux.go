@@ -46,8 +46,12 @@ func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall boo
 		return nil, ErrSessionNotFound
 	}
 	ask := !forCall || !interpreted(info.Labels[reaper.LabelSessionLang])
-	if reason := r.expireInfo(ctx, c, info, ask); reason != "" {
+	if reason, _ := r.expire(ctx, c, info, ask); reason != "" {
 		return nil, &SessionEndedError{ID: id, Reason: reason}
+	}
+	if reaper.BeingMade(info.Labels) {
+		// Its maker has not answered with it yet: it is not a session yet.
+		return nil, ErrSessionNotFound
 	}
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id)}
 	if ask {
@@ -66,7 +70,7 @@ func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall boo
 }
 
 // Sessions lists the live sessions of caller ("" for all), ending those
-// that are over.
+// that are over; those being made are not sessions yet.
 func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error) {
 	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
@@ -75,7 +79,10 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error)
 	out := []Session{}
 	for _, c := range cs {
 		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
-		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller || r.expire(ctx, c) != "" {
+		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller || reaper.BeingMade(info.Labels) {
+			continue
+		}
+		if reason, _ := r.expire(ctx, c, info, true); reason != "" {
 			continue
 		}
 		var rec sessionRecord

@@ -19,14 +19,19 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // A session is a sandbox that lives across calls (docs/reference.md,
 // "Sessions"). It is a containerd container like any sandbox, labelled
 // with its caller, deadline and idle timeout, so that any boxer process
-// can find, use, expire and reap it; its run directory holds its request
-// (sessionRecord), its calls' code and a lock that orders its calls.
+// can find, use, expire and reap it once it is made (until then it is its
+// maker's alone: reaper.LabelSessionMade); its run directory holds its
+// request (sessionRecord), its calls' code and a lock that orders its
+// calls.
 //
 // Its first process is a shell that waits for a sleep as long as the
 // session's lifetime: when the sleep ends, PID 1 exits and the kernel ends
@@ -134,6 +139,10 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		err = sb.openSession(ctx)
 	}
 	if err != nil {
+		if ended := r.endedWhileMade(ctx, sb); ended != nil {
+			log.G(ctx).WithError(err).Debugf("making session %s", sb.id)
+			err = ended
+		}
 		if derr := sb.destroy(ctx); derr != nil {
 			err = errors.Join(err, derr)
 		}
@@ -156,7 +165,12 @@ func (r *Runner) sessionRoom(ctx context.Context, max int) error {
 	}
 	live := 0
 	for _, c := range cs {
-		if r.expire(ctx, c) == "" {
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil {
+			continue
+		}
+		// One being made counts: it will be a session.
+		if reason, _ := r.expire(ctx, c, info, true); reason == "" {
 			live++
 		}
 	}
@@ -167,7 +181,8 @@ func (r *Runner) sessionRoom(ctx context.Context, max int) error {
 }
 
 // openSession delivers the session's support files and record, starts its
-// first process and its interpreter, and lets go of it unless it is held.
+// first process and its interpreter, and marks it made, letting go of it
+// unless it is held.
 func (sb *sandbox) openSession(ctx context.Context) error {
 	p, err := LookupPreset(sb.req.Lang)
 	if err != nil {
@@ -190,9 +205,6 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 		return err
 	}
 	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), rec, 0o600); err != nil {
-		return fmt.Errorf("writing session record: %w", err)
-	}
-	if err := reaper.TouchSession(sb.runDir, sb.session.created); err != nil {
 		return fmt.Errorf("writing session record: %w", err)
 	}
 	if sb.req.CopyIn != "" {
@@ -227,11 +239,43 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return &runtimeError{step: "starting the session's interpreter", err: err}
 		}
 	}
+	// Made: its idle time starts now; other processes may end it from now
+	// on, and (not held) it lives on its own (see reaper.SessionEnd).
+	if err := reaper.TouchSession(sb.runDir, time.Now()); err != nil {
+		return fmt.Errorf("writing session record: %w", err)
+	}
+	made := map[string]string{reaper.LabelSessionMade: "true"}
 	if !sb.session.held {
-		// From now on the session lives on its own (see reaper.SessionEnd).
-		if _, err := sb.container.SetLabels(opCtx, map[string]string{reaper.LabelOwner: ""}); err != nil {
-			return fmt.Errorf("detaching session: %w", err)
-		}
+		made[reaper.LabelOwner] = ""
+	}
+	labels, err := sb.container.SetLabels(opCtx, made)
+	if err != nil {
+		return fmt.Errorf("marking session made: %w", err)
+	}
+	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
+		return &SessionEndedError{ID: sb.id, Reason: reason}
+	}
+	return nil
+}
+
+// endedWhileMade says, once making sb failed, whether another remover
+// ended it meanwhile (its process's CloseSessions, at a shutdown): a
+// SessionEndedError with the remover's reason, which says more than what
+// failed under it. nil if it was not.
+func (r *Runner) endedWhileMade(ctx context.Context, sb *sandbox) error {
+	if sb.container == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
+	defer cancel()
+	info, err := sb.container.Info(cctx)
+	switch {
+	case errdefs.IsNotFound(err):
+		return &SessionEndedError{ID: sb.id, Reason: reaper.EndRemoved}
+	case err != nil:
+		return nil
+	case info.Labels[reaper.LabelSessionEnding] != "":
+		return &SessionEndedError{ID: sb.id, Reason: info.Labels[reaper.LabelSessionEnding]}
 	}
 	return nil
 }
