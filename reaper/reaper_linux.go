@@ -82,8 +82,12 @@ func (cfg Config) reap(ctx context.Context) {
 			continue
 		}
 		if _, ok := labels[LabelSession]; ok {
-			if SessionEnd(labels, LastUsed(labels, filepath.Join(cfg.Runs, c.ID())), time.Now(), func() bool { return taskRunning(ctx, c) }) == "" {
+			reason := cfg.sessionEnd(ctx, c, labels)
+			if reason == "" {
 				continue
+			}
+			if _, err := MarkEnding(ctx, c, reason); err != nil {
+				continue // gone meanwhile, or containerd fails: the next pass
 			}
 		} else if Alive(labels[LabelOwner]) || Alive(RunDirOwner(filepath.Join(cfg.Runs, c.ID()))) {
 			// Its boxer lives, or the one its boxer handed it to.
@@ -135,6 +139,34 @@ func (cfg Config) reap(ctx context.Context) {
 	if cfg.After != nil {
 		cfg.After(ctx)
 	}
+}
+
+// sessionEnd says why session c is over and the reaper's to remove, ""
+// if it is not. A verdict on labels is taken again on labels read
+// afterwards (its maker may have let go of it and exited meanwhile: see
+// SessionEnd), and a session a live process removes is left to it.
+func (cfg Config) sessionEnd(ctx context.Context, c containerd.Container, labels map[string]string) string {
+	end := func(labels map[string]string) string {
+		return SessionEnd(labels, LastUsed(labels, filepath.Join(cfg.Runs, c.ID())), time.Now(), func() bool { return taskRunning(ctx, c) })
+	}
+	if end(labels) == "" {
+		return ""
+	}
+	fresh, err := c.Labels(ctx)
+	if err != nil {
+		return ""
+	}
+	if _, ok := BeingEnded(fresh); ok {
+		return ""
+	}
+	return end(fresh)
+}
+
+// MarkEnding labels session c as being removed by this process, for
+// reason (see LabelSessionEnding), before anything of it is removed, and
+// returns its labels after the update.
+func MarkEnding(ctx context.Context, c containerd.Container, reason string) (map[string]string, error) {
+	return c.SetLabels(ctx, map[string]string{LabelSessionEnding: reason, LabelSessionEnder: Self()})
 }
 
 // reapOrphanTasks removes boxer's tasks whose container is gone, and

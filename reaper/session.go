@@ -28,7 +28,35 @@ const (
 	// sessionUsedFile (during a call, when that call's timeout ends),
 	// which a call sets without a round trip to containerd.
 	LabelSessionUsed = "boxer.session.used"
+	// LabelSessionMade marks a session as made: its maker sets it once
+	// the session's sandbox runs and its interpreter is started (a
+	// detached session's maker lets go of it in the same update). Until
+	// then the session is its maker's alone: while the maker lives, no
+	// process (nor the maker's own sweeps) ends, lists or calls it,
+	// whatever its task's state; once the maker is gone, it is reaped.
+	LabelSessionMade = "boxer.session.made"
+	// LabelSessionEnding says why a session is being removed, and
+	// LabelSessionEnder which process removes it: a remover sets both
+	// before it removes anything, so that another process that finds the
+	// session (a second remover, its maker) leaves it to the remover
+	// while that lives, and tells the same reason.
+	LabelSessionEnding = "boxer.session.ending"
+	LabelSessionEnder  = "boxer.session.ender"
 )
+
+// BeingMade says whether a session with these labels is still being made
+// by a live process (see LabelSessionMade).
+func BeingMade(labels map[string]string) bool {
+	owner := labels[LabelOwner]
+	return owner != "" && labels[LabelSessionMade] == "" && Alive(owner)
+}
+
+// BeingEnded says whether a live process removes the session with these
+// labels, and why (see LabelSessionEnding).
+func BeingEnded(labels map[string]string) (string, bool) {
+	reason := labels[LabelSessionEnding]
+	return reason, reason != "" && Alive(labels[LabelSessionEnder])
+}
 
 // sessionUsedFile, in a session's run directory, says by its modification
 // time when the session was last used.
@@ -85,15 +113,28 @@ const (
 )
 
 // SessionEnd says whether a session with these labels, last used at used
-// (LastUsed), is over at now, and why: past its deadline, idle too long,
-// held by a process that is gone, or (a detached one) its sandbox no
-// longer runs. running is asked last, as it costs a round trip; a held
-// session's sandbox is its holder's to watch (it may be being made). ""
-// means the session lives.
+// (LastUsed), is over at now, and why: being removed, held (or being
+// made) by a process that is gone, past its deadline, idle too long, or
+// (a detached one) its sandbox no longer runs. A session being made by a
+// live process lives, whatever its timeouts and its task's state: it is
+// its maker's. running is asked last, as it costs a round trip; a held
+// session's sandbox is its holder's to watch. "" means the session lives.
+//
+// labels may be older than the verdict (a list's): a process that acts on
+// a verdict to end a session takes it again on labels read afterwards.
+// Only a maker changes a session's owner, and only to none, and a process
+// found dead stays dead: so a verdict on labels read after one found the
+// owner dead is final.
 func SessionEnd(labels map[string]string, used, now time.Time, running func() bool) string {
+	if reason := labels[LabelSessionEnding]; reason != "" {
+		return reason
+	}
 	owner := labels[LabelOwner]
 	if owner != "" && !Alive(owner) {
 		return EndHolderGone
+	}
+	if owner != "" && labels[LabelSessionMade] == "" {
+		return ""
 	}
 	if d, err := strconv.ParseInt(labels[LabelSessionDeadline], 10, 64); err != nil || !now.Before(time.Unix(d, 0)) {
 		return EndLifetime

@@ -43,3 +43,55 @@ func TestSessionEndIdle(t *testing.T) {
 		t.Errorf("at its deadline: %q, want %q", got, EndLifetime)
 	}
 }
+
+// TestSessionEndWhileMade: a session being made by a live process is its
+// maker's, whatever its timeouts and its task's state; once its maker is
+// gone it is over; one being removed is over for its remover's reason, and
+// left to that remover while it lives.
+func TestSessionEndWhileMade(t *testing.T) {
+	now := time.Now()
+	dead := "999999999:1"
+	stopped := func() bool { return false }
+	base := func(extra map[string]string) map[string]string {
+		labels := map[string]string{
+			LabelSessionDeadline: strconv.FormatInt(now.Add(time.Hour).Unix(), 10),
+			LabelSessionIdle:     "1",
+		}
+		for k, v := range extra {
+			labels[k] = v
+		}
+		return labels
+	}
+	tests := []struct {
+		name         string
+		labels       map[string]string
+		used         time.Time
+		want         string
+		wantMade     bool
+		wantRemoving bool
+		wantEnding   string
+	}{
+		{"being made, task not started", base(map[string]string{LabelOwner: Self()}), now, "", true, false, ""},
+		{"being made, idle timeout past", base(map[string]string{LabelOwner: Self()}), now.Add(-time.Minute), "", true, false, ""},
+		{"being made, deadline past", base(map[string]string{LabelOwner: Self(), LabelSessionDeadline: strconv.FormatInt(now.Unix(), 10)}), now, "", true, false, ""},
+		{"maker gone", base(map[string]string{LabelOwner: dead}), now, EndHolderGone, false, false, ""},
+		{"made, held, idle timeout past", base(map[string]string{LabelOwner: Self(), LabelSessionMade: "true"}), now.Add(-time.Minute), EndIdle, false, false, ""},
+		{"made, detached, sandbox exited", base(map[string]string{LabelSessionMade: "true"}), now, EndExited, false, false, ""},
+		{"made before the label, detached, sandbox exited", base(nil), now, EndExited, false, false, ""},
+		{"being removed by a live process", base(map[string]string{LabelSessionMade: "true", LabelSessionEnding: EndIdle, LabelSessionEnder: Self()}), now, EndIdle, false, true, EndIdle},
+		{"its remover died", base(map[string]string{LabelSessionMade: "true", LabelSessionEnding: EndRemoved, LabelSessionEnder: dead}), now, EndRemoved, false, false, EndRemoved},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SessionEnd(tc.labels, tc.used, now, stopped); got != tc.want {
+				t.Errorf("SessionEnd = %q, want %q", got, tc.want)
+			}
+			if got := BeingMade(tc.labels); got != tc.wantMade {
+				t.Errorf("BeingMade = %v, want %v", got, tc.wantMade)
+			}
+			if why, got := BeingEnded(tc.labels); got != tc.wantRemoving || why != tc.wantEnding {
+				t.Errorf("BeingEnded = %q, %v, want %q, %v", why, got, tc.wantEnding, tc.wantRemoving)
+			}
+		})
+	}
+}

@@ -1,5 +1,7 @@
 package runner
 
+// A session's types, on every platform: its request, a call, their checks.
+
 import (
 	"errors"
 	"fmt"

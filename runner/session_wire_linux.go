@@ -1,5 +1,7 @@
 package runner
 
+// A session's wire: the frames between boxer and the session's interpreter.
+
 import (
 	"bufio"
 	"bytes"

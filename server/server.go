@@ -302,7 +302,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rr *RunRequest) (
 		if s.waiting.Add(1) > int64(s.cfg.Queue) {
 			s.waiting.Add(-1)
 			w.Header().Set("Retry-After", "1")
-			s.reject(w, r, http.StatusTooManyRequests, &APIError{Field: "body", Message: "the server is at its concurrency limit and its queue is full: retry later"}, rr)
+			s.reject(w, r, http.StatusTooManyRequests, &APIError{Message: "the server is at its concurrency limit and its queue is full: retry later"}, rr)
 			return nil, 0, false
 		}
 		s.metrics.queueDepth.Inc()
@@ -359,14 +359,20 @@ func langLabel(lang string) string {
 	return lang
 }
 
-// APIError is the body of every 4xx answer: the request field at fault (or
-// "body", "authorization") and what it accepts.
+// APIError is the body of every error answer: for a refusal of the
+// request, the field at fault (or "body", "authorization") and what it
+// accepts; see errorAnswer for the answers that name no field.
 type APIError struct {
-	Field   string `json:"field"`
+	Field   string `json:"field,omitempty"`
 	Message string `json:"error"`
 }
 
-func (e *APIError) Error() string { return e.Field + " " + e.Message }
+func (e *APIError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + " " + e.Message
+}
 
 // requestStatus is the HTTP status of a request boxer will not run: 403
 // when it asks for more than the operator permits, else 400.
@@ -394,9 +400,20 @@ func apiError(err error) *APIError {
 	return &APIError{Field: "body", Message: err.Error()}
 }
 
+// errorAnswer is the body of an error answered with code. Only a refusal
+// of the request names a field: a server fault (5xx) is no field's, nor
+// is a full queue or session cap (429), nor a client gone (499).
+func errorAnswer(code int, err error) *APIError {
+	ae := apiError(err)
+	if code >= 500 || code == http.StatusTooManyRequests || code == 499 {
+		return &APIError{Message: ae.Message}
+	}
+	return ae
+}
+
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, code int, err error, rr *RunRequest) {
 	s.metrics.rejected.WithLabelValues(strconv.Itoa(code)).Inc()
-	ae := apiError(err)
+	ae := errorAnswer(code, err)
 	s.audit.write(s.entry(r, rr, code, ae.Error()))
 	writeJSON(w, code, ae)
 }

@@ -183,16 +183,27 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	code := sessionStatus(err)
+	code := createStatus(err)
 	if code == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "10")
 	}
 	if code >= 500 {
 		s.audit.write(s.sessionEntry(r, "session_created", "", code, err.Error()))
-		writeJSON(w, code, &APIError{Field: "body", Message: err.Error()})
+		writeJSON(w, code, errorAnswer(code, err))
 		return
 	}
 	s.reject(w, r, code, err, &body.RunRequest)
+}
+
+// createStatus is the HTTP status of a failed session creation: a session
+// ended while it was being made (the server shuts down) is no session
+// of the request's that is missing, but a server that cannot make it now.
+func createStatus(err error) int {
+	var ended *runner.SessionEndedError
+	if errors.As(err, &ended) {
+		return http.StatusServiceUnavailable
+	}
+	return sessionStatus(err)
 }
 
 func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +259,7 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil && (stream == nil || !stream.started()):
 		s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
-		writeJSON(w, code, sessionAPIError(err))
+		writeJSON(w, code, sessionAPIError(code, err))
 		return
 	}
 	s.metrics.runs.WithLabelValues(res.Status, "session").Inc()
@@ -259,15 +270,16 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, res)
 }
 
-// sessionAPIError is the answer to a failed session operation.
-func sessionAPIError(err error) *APIError {
-	if errors.Is(err, runner.ErrFileNotFound) {
+// sessionAPIError is the answer to a session operation that failed with
+// code: a 404 names the path's part that names nothing.
+func sessionAPIError(code int, err error) *APIError {
+	if code == http.StatusNotFound && errors.Is(err, runner.ErrFileNotFound) {
 		return &APIError{Field: "path", Message: err.Error()}
 	}
-	if errors.Is(err, runner.ErrSessionNotFound) {
+	if code == http.StatusNotFound && errors.Is(err, runner.ErrSessionNotFound) {
 		return &APIError{Field: "id", Message: err.Error()}
 	}
-	return apiError(err)
+	return errorAnswer(code, err)
 }
 
 // sessionEnded is the audit line of a session that ended, and why.
@@ -282,7 +294,7 @@ func (s *Server) sessionEnded(r *http.Request, id, reason string) auditEntry {
 func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
 	list, err := s.runner.Sessions(r.Context(), owner(r))
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, &APIError{Field: "body", Message: err.Error()})
+		writeJSON(w, http.StatusInternalServerError, errorAnswer(http.StatusInternalServerError, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
@@ -303,7 +315,7 @@ func (s *Server) answerSessionError(w http.ResponseWriter, r *http.Request, id s
 	code := sessionStatus(err)
 	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
 	s.audit.write(s.sessionEntry(r, "session_files", id, code, err.Error()))
-	writeJSON(w, code, sessionAPIError(err))
+	writeJSON(w, code, sessionAPIError(code, err))
 }
 
 func (s *Server) handleSessionFileGet(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,186 @@
+package runner
+
+// A session's call: its lock and number, its code and files in, its result.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/reaper"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+)
+
+// lock takes the session's call lock: calls run one at a time, whichever
+// boxer process makes them. It waits for ctx.
+func (s *liveSession) lock(ctx context.Context) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(s.runDir, sessionLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("locking session: %w", err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking session: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ErrInterrupted
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// next numbers the session's calls (under the lock).
+func (s *liveSession) next() int {
+	file := filepath.Join(s.runDir, sessionCallsFile)
+	data, _ := os.ReadFile(file)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	n++
+	_ = os.WriteFile(file, []byte(strconv.Itoa(n)), 0o600)
+	return n
+}
+
+// touch sets when the session was last used.
+func (s *liveSession) touch(ctx context.Context, t time.Time) {
+	if err := reaper.TouchSession(s.runDir, t); err != nil {
+		log.G(ctx).WithError(err).Debug("marking session used")
+	}
+}
+
+// RunInSession runs one call in session id of caller ("" for any). A
+// non-nil error means the call did not run (the session is gone, or the
+// call was refused) or was interrupted.
+func (r *Runner) RunInSession(ctx context.Context, id, caller string, call SessionCall, max Maxima) (res Result, retErr error) {
+	res = Result{ID: id, Session: id, Status: StatusError, ExitCode: ExitBoxer}
+	defer func() {
+		if retErr != nil {
+			retErr = r.fault(ctx, retErr)
+			res.Error = retErr.Error()
+		}
+	}()
+	s, err := r.loadSession(ctx, id, caller, true)
+	if err != nil {
+		return res, err
+	}
+	req := s.rec.Request
+	res.Runtime, res.Image = req.Runtime, req.image()
+	if call, err = call.normalize(req, max); err != nil {
+		return res, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
+	n := s.next()
+	res.ID = fmt.Sprintf("%s.%d", id, n)
+	s.touch(ctx, time.Now().Add(call.Timeout+interruptGrace))
+	res, err = r.call(ctx, s, n, call, res)
+	if res.SessionEnded == "" {
+		s.touch(ctx, time.Now())
+	}
+	return res, err
+}
+
+// call runs call n in s.
+func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCall, res Result) (Result, error) {
+	req := s.rec.Request
+	p, err := LookupPreset(req.Lang)
+	if err != nil {
+		return res, err
+	}
+	name := fmt.Sprintf("call-%d%s", n, path.Ext(p.File))
+	codeFile := filepath.Join(s.runDir, "code", name)
+	if err := os.WriteFile(codeFile, call.Code, 0o644); err != nil {
+		return res, fmt.Errorf("writing code: %w", err)
+	}
+	defer os.Remove(codeFile)
+	workspace := reaper.WorkspaceDir(s.runDir)
+	if err := writeFiles(workspace, call.Files, req.UID, req.GID); err != nil {
+		return res, err
+	}
+	stdout, stderr := newCapped(call.OutputLimit, call.Stdout), newCapped(call.OutputLimit, call.Stderr)
+	cg := reaper.CgroupsPath(r.namespace, s.id)
+	before, _ := cgroups.ReadStats(r.cgroups, cg)
+	peak := cgroups.WatchPeak(r.cgroups, cg)
+	var end callEnd
+	if interpreted(req.Lang) {
+		end, err = r.wireCall(ctx, s, n, name, call, stdout, stderr)
+	} else {
+		end, err = r.execCall(ctx, s, n, p, name, call, stdout, stderr)
+	}
+	if err != nil {
+		return startFailed(res, err)
+	}
+	facts := end.facts
+	res.SessionEnded = end.sessionEnded
+	if res.SessionEnded != "" {
+		res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
+	}
+	res.DurationMs = float64(end.ended.Sub(end.started).Microseconds()) / 1000
+	after, _ := cgroups.ReadStats(r.cgroups, cg)
+	res.CPUTimeMs = float64((after.CPUTimeNs-min(before.CPUTimeNs, after.CPUTimeNs))/1000) / 1000
+	facts.oomKills = after.OOMKills - min(before.OOMKills, after.OOMKills)
+	res.MemoryPeakBytes, res.MemoryPeakScope = after.MemoryPeakBytes, "session"
+	if peak != nil {
+		if v, err := peak.Read(); err == nil {
+			res.MemoryPeakBytes, res.MemoryPeakScope = v, "call"
+		}
+	}
+	res.Stdout, res.StdoutTruncated = stdout.text()
+	res.Stderr, res.StderrTruncated = stderr.text()
+	if len(call.ReturnFiles) > 0 && !facts.interrupted {
+		res.Files = returnFiles(workspace, call.ReturnFiles, call.ReturnBytes)
+	}
+	o := classify(facts)
+	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
+	if end.noStatus {
+		res.Status, res.ExitCode, res.Signal = StatusError, ExitBoxer, ""
+	}
+	if res.SessionEnded == "" && !end.alive {
+		res.SessionEnded = r.checkAlive(ctx, s)
+		if res.SessionEnded == "" && end.wireEnded {
+			// containerd may not have seen the driver's exit yet.
+			_ = r.endSession(ctx, s.c, reaper.EndInterpreter)
+			res.SessionEnded = reaper.EndInterpreter
+		}
+		if res.SessionEnded == reaper.EndInterpreter && facts.oomKills > 0 && !facts.timedOut {
+			res.Status, res.ExitCode, res.Signal = StatusOOM, ExitOOM, "SIGKILL"
+		} else if res.SessionEnded != "" && end.noStatus {
+			res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
+		}
+	}
+	if facts.interrupted {
+		return res, ErrInterrupted
+	}
+	return res, nil
+}
+
+// callEnd is how a call ended.
+type callEnd struct {
+	facts          exitFacts
+	started, ended time.Time
+	// sessionEnded says why the call ended the session, if it did; alive,
+	// that the session is known to live on (its interpreter answered);
+	// noStatus, that there is no exit status of the call's code (it did
+	// not run, or its interpreter did not answer).
+	sessionEnded    string
+	alive, noStatus bool
+	// wireEnded: the driver's end of the wire is closed, which it is
+	// only once it has exited (or a call closed it).
+	wireEnded bool
+}

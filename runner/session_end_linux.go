@@ -1,0 +1,183 @@
+package runner
+
+// Ending a session: expiry, removal, and the end a call or its holder brings.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/boxer-dev/boxer/reaper"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+)
+
+// expire ends session c if it is over, and says why ("" if it lives);
+// ended says whether this call removed it. info's labels may be a list's:
+// a verdict to end the session is taken again on labels read now (see
+// reaper.SessionEnd), and a session another live process removes is left
+// to it. ask says whether to ask containerd whether its sandbox runs.
+func (r *Runner) expire(ctx context.Context, c containerd.Container, info containers.Container, ask bool) (reason string, ended bool) {
+	if r.verdict(ctx, c, info.Labels, ask) == "" {
+		return "", false
+	}
+	fresh, err := c.Info(ctx)
+	switch {
+	case errdefs.IsNotFound(err):
+		return reaper.EndRemoved, false
+	case err != nil:
+		return "", false // the next look tells
+	}
+	if reason, ok := reaper.BeingEnded(fresh.Labels); ok {
+		return reason, false
+	}
+	if reason = r.verdict(ctx, c, fresh.Labels, ask); reason == "" {
+		return "", false
+	}
+	_ = r.endSession(ctx, c, reason)
+	return reason, true
+}
+
+// verdict says whether session c, with these labels, is over, and why:
+// reaper.SessionEnd's verdict, or (asked) a session this process holds
+// and has made whose sandbox no longer runs. One being made is its
+// maker's: its task is not started yet.
+func (r *Runner) verdict(ctx context.Context, c containerd.Container, labels map[string]string, ask bool) string {
+	var runs func() bool
+	if ask {
+		runs = func() bool { return running(ctx, c) }
+	}
+	used := reaper.LastUsed(labels, filepath.Join(r.runsDir, c.ID()))
+	reason := reaper.SessionEnd(labels, used, time.Now(), runs)
+	if reason == "" && ask && labels[reaper.LabelOwner] == r.owner && labels[reaper.LabelSessionMade] != "" && !running(ctx, c) {
+		reason = reaper.EndExited
+	}
+	return reason
+}
+
+// running says whether c's task runs.
+func running(ctx context.Context, c containerd.Container) bool {
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && st.Status == containerd.Running
+}
+
+// endSession removes a session's sandbox and returns a SessionEndedError
+// that says why.
+func (r *Runner) endSession(ctx context.Context, c containerd.Container, reason string) error {
+	if err := r.removeSession(ctx, c, reason); err != nil {
+		log.G(ctx).WithError(err).Warnf("removing session %s", c.ID())
+	}
+	return &SessionEndedError{ID: c.ID(), Reason: reason}
+}
+
+// removeSession labels session c as being removed by this process, for
+// reason, and removes it: another process that finds it meanwhile (its
+// maker among them) leaves it to this one and tells the same reason.
+func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reason string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
+	defer cancel()
+	if _, err := reaper.MarkEnding(cctx, c, reason); err != nil && !errdefs.IsNotFound(err) {
+		log.G(ctx).WithError(err).Debugf("marking session %s as being removed", c.ID())
+	}
+	return r.destroyLeftover(ctx, c)
+}
+
+// RemoveSession ends a session of caller ("" for any).
+func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
+	s, err := r.loadSession(ctx, id, caller, false)
+	var ended *SessionEndedError
+	if errors.As(err, &ended) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := r.removeSession(ctx, s.c, reaper.EndRemoved); err != nil {
+		return fmt.Errorf("removing session %s: %w", id, err)
+	}
+	return nil
+}
+
+// ExpireSessions ends every session that is over (a server calls it on a
+// timer: the idle timeout holds without a call) and returns those it
+// ended. Sessions being made, by this process or another, are left to
+// their makers.
+func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	if err != nil {
+		return nil
+	}
+	var ended []EndedSession
+	for _, c := range cs {
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil {
+			continue
+		}
+		if reason, ok := r.expire(ctx, c, info, true); ok {
+			ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason})
+		}
+	}
+	return ended
+}
+
+// CloseSessions ends the sessions this process holds whose caller is
+// caller ("" for all), for reason (a client that disconnected, a server
+// that shuts down), and returns them. One it is still making ends too:
+// its maker finds it being removed and fails with this reason.
+func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []EndedSession {
+	// One filter, its selectors joined by a comma: containerd ORs
+	// separate filters, which would match every sandbox of this process.
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.owner))
+	if err != nil {
+		return nil
+	}
+	var ended []EndedSession
+	for _, c := range cs {
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller {
+			continue
+		}
+		_ = r.endSession(ctx, c, reason)
+		ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason})
+	}
+	return ended
+}
+
+// checkAlive ends the session if a call ended its interpreter or its
+// sandbox, and says why.
+func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
+	reason := ""
+	task, err := s.loadTask(ctx)
+	if err == nil {
+		var st containerd.Status
+		if st, err = task.Status(ctx); err == nil && st.Status != containerd.Running {
+			err = errors.New("not running")
+		}
+	}
+	if err != nil {
+		reason = reaper.EndExited
+	} else if interpreted(s.rec.Request.Lang) {
+		driver, err := task.LoadProcess(ctx, driverExecID, nil)
+		if err == nil {
+			var st containerd.Status
+			if st, err = driver.Status(ctx); err == nil && st.Status != containerd.Running {
+				err = errors.New("exited")
+			}
+		}
+		if err != nil {
+			reason = reaper.EndInterpreter
+		}
+	}
+	if reason != "" {
+		_ = r.endSession(ctx, s.c, reason)
+	}
+	return reason
+}

@@ -1,0 +1,106 @@
+package runner
+
+// Finding a session: loading one for a call, listing the live ones.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/boxer-dev/boxer/reaper"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+)
+
+// liveSession is a session loaded for a call.
+type liveSession struct {
+	id     string
+	c      containerd.Container
+	task   containerd.Task
+	rec    sessionRecord
+	runDir string
+}
+
+// loadSession finds session id of caller ("" for any caller), ending it
+// first if it is over. A call in an interpreted session skips asking
+// containerd whether its sandbox runs: its wire says so.
+func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
+	if !validSessionID(id) {
+		return nil, ErrSessionNotFound
+	}
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil, ErrSessionNotFound
+	} else if err != nil {
+		return nil, fmt.Errorf("loading session: %w", err)
+	}
+	info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("loading session: %w", err)
+	}
+	owner, ok := info.Labels[reaper.LabelSession]
+	if !ok || caller != "" && owner != caller {
+		return nil, ErrSessionNotFound
+	}
+	ask := !forCall || !interpreted(info.Labels[reaper.LabelSessionLang])
+	if reason, _ := r.expire(ctx, c, info, ask); reason != "" {
+		return nil, &SessionEndedError{ID: id, Reason: reason}
+	}
+	if reaper.BeingMade(info.Labels) {
+		// Its maker has not answered with it yet: it is not a session yet.
+		return nil, ErrSessionNotFound
+	}
+	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id)}
+	if ask {
+		if s.task, err = c.Task(ctx, nil); err != nil {
+			return nil, r.endSession(ctx, c, reaper.EndExited)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(s.runDir, sessionRecordFile))
+	if err == nil {
+		err = json.Unmarshal(data, &s.rec)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// Sessions lists the live sessions of caller ("" for all), ending those
+// that are over; those being made are not sessions yet.
+func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error) {
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	out := []Session{}
+	for _, c := range cs {
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller || reaper.BeingMade(info.Labels) {
+			continue
+		}
+		if reason, _ := r.expire(ctx, c, info, true); reason != "" {
+			continue
+		}
+		var rec sessionRecord
+		data, err := os.ReadFile(filepath.Join(r.runsDir, c.ID(), sessionRecordFile))
+		if err != nil || json.Unmarshal(data, &rec) != nil {
+			continue
+		}
+		used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
+		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, used))
+	}
+	return out, nil
+}
+
+func sessionInfo(id, caller string, rec sessionRecord, used time.Time) Session {
+	return Session{
+		ID: id, Lang: rec.Request.Lang, Runtime: rec.Request.Runtime, Image: rec.Request.image(),
+		CreatedAt: rec.CreatedAt.UTC().Truncate(time.Second), ExpiresAt: rec.Deadline.UTC().Truncate(time.Second),
+		LastUsed: used.UTC().Truncate(time.Second), IdleTimeout: Seconds(rec.Idle),
+		Interpreter: interpreted(rec.Request.Lang), Caller: caller,
+	}
+}

@@ -1,0 +1,281 @@
+package runner
+
+// Making a session: its labels, record, first process and interpreter.
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boxer-dev/boxer/reaper"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// A session is a sandbox that lives across calls (docs/reference.md,
+// "Sessions"). It is a containerd container like any sandbox, labelled
+// with its caller, deadline and idle timeout, so that any boxer process
+// can find, use, expire and reap it once it is made (until then it is its
+// maker's alone: reaper.LabelSessionMade); its run directory holds its
+// request (sessionRecord), its calls' code and a lock that orders its
+// calls.
+//
+// Its first process is a shell that waits for a sleep as long as the
+// session's lifetime: when the sleep ends, PID 1 exits and the kernel ends
+// every process in the sandbox, whether or not a boxer process runs. As
+// PID 1 of its PID namespace, the shell cannot be killed from inside, and
+// it reaps what calls leave behind. For python and python-data, the
+// session's driver (session_driver.py) is a process containerd execs in
+// the sandbox when the session is made (the same user, limits, seccomp
+// filter and empty capabilities as the first): one interpreter that runs
+// every call's code in the same namespace, reached through the session's
+// wire (session_wire_linux.go), with no process made per call. For the
+// other languages each call is a process containerd execs, with its own
+// streams.
+
+//go:embed session_driver.py
+var sessionDriver string
+
+const (
+	sessionIDPrefix = "bxs-"
+	// driverFile is delivered read-only in /code.
+	driverFile = ".boxer-session.py"
+	// driverPid and callPid hold the PIDs a timeout signals, from inside
+	// (under runsc a signal from the host reaches only runsc's own exec
+	// process, not the program).
+	driverPid    = "/tmp/.boxer-session.pid"
+	callPid      = "/tmp/.boxer-call.pid"
+	driverExecID = "driver"
+	// interruptGrace is how long an interpreter has to come back from the
+	// interrupt at a call's timeout before its session is ended.
+	interruptGrace    = 3 * time.Second
+	sessionRecordFile = "session.json"
+	sessionLockFile   = "session.lock"
+	sessionCallsFile  = "calls"
+)
+
+// interpreted says whether a language's calls share one interpreter.
+func interpreted(lang string) bool { return lang == "python" || lang == "python-data" }
+
+// sessionMeta is what makes a sandbox a session's.
+type sessionMeta struct {
+	caller   string
+	held     bool
+	created  time.Time
+	deadline time.Time
+	idle     time.Duration
+}
+
+// sessionRecord is a session's request, in its run directory.
+type sessionRecord struct {
+	Request   Request       `json:"request"`
+	Idle      time.Duration `json:"idle"`
+	CreatedAt time.Time     `json:"created_at"`
+	Deadline  time.Time     `json:"deadline"`
+}
+
+// shape makes spec a session's: its first process only waits for the
+// deadline. labels get the session's.
+func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]string) {
+	secs := int64(time.Until(m.deadline)/time.Second) + 1
+	spec.Process.Args = []string{"/bin/sh", "-c", `sleep "$1" & wait $!`, "sh", strconv.FormatInt(secs, 10)}
+	labels[reaper.LabelSession] = m.caller
+	labels[reaper.LabelSessionLang] = req.Lang
+	labels[reaper.LabelSessionDeadline] = strconv.FormatInt(m.deadline.Unix(), 10)
+	labels[reaper.LabelSessionIdle] = strconv.FormatInt(int64(m.idle/time.Second), 10)
+	labels[reaper.LabelSessionUsed] = strconv.FormatInt(time.Now().Unix(), 10)
+}
+
+func newSessionID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return sessionIDPrefix + hex.EncodeToString(b)
+}
+
+// validSessionID: what newSessionID makes, and nothing that could name
+// another container or path.
+func validSessionID(id string) bool {
+	rest, ok := strings.CutPrefix(id, sessionIDPrefix)
+	if !ok || len(rest) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
+}
+
+// CreateSession makes a session and returns it once it runs (its
+// interpreter may still be starting: the first call waits for it).
+func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxima, smax SessionMaxima) (_ Session, retErr error) {
+	defer func() { retErr = r.fault(ctx, retErr) }()
+	req, idle, lifetime, err := sr.normalize(max, smax)
+	if err != nil {
+		return Session{}, err
+	}
+	if err := r.sessionRoom(ctx, or(smax.Sessions, DefaultMaxSessions)); err != nil {
+		return Session{}, err
+	}
+	rootfs, err := r.rootfsFor(ctx, req)
+	if err != nil {
+		return Session{}, err
+	}
+	now := time.Now()
+	sb := r.newSandbox(newSessionID(), req, false)
+	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, created: now, deadline: now.Add(lifetime), idle: idle}
+	err = sb.make(ctx, rootfs)
+	if err == nil {
+		err = sb.openSession(ctx)
+	}
+	if err != nil {
+		if ended := r.endedWhileMade(ctx, sb); ended != nil {
+			log.G(ctx).WithError(err).Debugf("making session %s", sb.id)
+			err = ended
+		}
+		if derr := sb.destroy(ctx); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		var rt *runtimeError
+		if errors.As(err, &rt) {
+			if _, detail, ok := execFailure(rt.Error()); ok {
+				err = fmt.Errorf("the session's image cannot run it: %s", detail)
+			}
+		}
+		return Session{}, err
+	}
+	return sessionInfo(sb.id, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, now), nil
+}
+
+// sessionRoom refuses a new session when max live already.
+func (r *Runner) sessionRoom(ctx context.Context, max int) error {
+	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	if err != nil {
+		return fmt.Errorf("listing sessions: %w", err)
+	}
+	live := 0
+	for _, c := range cs {
+		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil {
+			continue
+		}
+		// One being made counts: it will be a session.
+		if reason, _ := r.expire(ctx, c, info, true); reason == "" {
+			live++
+		}
+	}
+	if live >= max {
+		return &SessionLimitError{Max: max}
+	}
+	return nil
+}
+
+// openSession delivers the session's support files and record, starts its
+// first process and its interpreter, and marks it made, letting go of it
+// unless it is held.
+func (sb *sandbox) openSession(ctx context.Context) error {
+	p, err := LookupPreset(sb.req.Lang)
+	if err != nil {
+		return err
+	}
+	support := maps.Clone(p.Support)
+	if support == nil {
+		support = map[string]string{}
+	}
+	if interpreted(sb.req.Lang) {
+		support[driverFile] = sessionDriver
+	}
+	for name, content := range support {
+		if err := os.WriteFile(filepath.Join(sb.dirs.Code, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline})
+	if err != nil {
+		return err
+	}
+	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), rec, 0o600); err != nil {
+		return fmt.Errorf("writing session record: %w", err)
+	}
+	if sb.req.CopyIn != "" {
+		if err := copyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
+			return err
+		}
+	}
+	if err := writeFiles(sb.dirs.Workspace, sb.req.Files, sb.req.UID, sb.req.GID); err != nil {
+		return err
+	}
+	if err := sb.to(stateRunning, stateCreated); err != nil {
+		return err
+	}
+	opCtx := context.WithoutCancel(ctx)
+	if err := sb.task.Start(opCtx); err != nil {
+		return &runtimeError{step: "starting session", err: err}
+	}
+	if interpreted(sb.req.Lang) {
+		spec, err := sb.container.Spec(opCtx)
+		if err != nil {
+			return fmt.Errorf("reading session spec: %w", err)
+		}
+		proc := *spec.Process
+		proc.Args = append(p.Command, path.Join("/code", driverFile), driverPid)
+		driver, err := sb.task.Exec(opCtx, driverExecID, &proc, wireCreator(sb.runDir))
+		if err != nil {
+			return &runtimeError{step: "starting the session's interpreter", err: err}
+		}
+		err = driver.Start(opCtx)
+		driver.IO().Close()
+		if err != nil {
+			return &runtimeError{step: "starting the session's interpreter", err: err}
+		}
+	}
+	// Made: its idle time starts now; other processes may end it from now
+	// on, and (not held) it lives on its own (see reaper.SessionEnd).
+	if err := reaper.TouchSession(sb.runDir, time.Now()); err != nil {
+		return fmt.Errorf("writing session record: %w", err)
+	}
+	made := map[string]string{reaper.LabelSessionMade: "true"}
+	if !sb.session.held {
+		made[reaper.LabelOwner] = ""
+	}
+	labels, err := sb.container.SetLabels(opCtx, made)
+	if err != nil {
+		return fmt.Errorf("marking session made: %w", err)
+	}
+	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
+		return &SessionEndedError{ID: sb.id, Reason: reason}
+	}
+	return nil
+}
+
+// endedWhileMade says, once making sb failed, whether another remover
+// ended it meanwhile (its process's CloseSessions, at a shutdown): a
+// SessionEndedError with the remover's reason, which says more than what
+// failed under it. nil if it was not.
+func (r *Runner) endedWhileMade(ctx context.Context, sb *sandbox) error {
+	if sb.container == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
+	defer cancel()
+	info, err := sb.container.Info(cctx)
+	switch {
+	case errdefs.IsNotFound(err):
+		return &SessionEndedError{ID: sb.id, Reason: reaper.EndRemoved}
+	case err != nil:
+		return nil
+	case info.Labels[reaper.LabelSessionEnding] != "":
+		return &SessionEndedError{ID: sb.id, Reason: info.Labels[reaper.LabelSessionEnding]}
+	}
+	return nil
+}
