@@ -1,7 +1,7 @@
 # boxer: run untrusted code in a fresh, hardened sandbox on containerd.
 
 CONTAINERD_VERSION := v2.4.2
-# The runtimes boxer runs, built from source by 'make deps' (README: Runtimes).
+# The runtimes boxer runs, built from source by 'make deps' (docs/internals.md: Runtimes).
 # Moving a pin is changing its one line: the next 'make deps' rebuilds it.
 RUNC_VERSION       := v1.5.2
 GVISOR_VERSION     := v0.0.0-20260905035102-160fafc42237

@@ -54,8 +54,8 @@ func imageBuildCommand() *cli.Command {
 			packages, suite, mirror := c.String("packages"), c.String("suite"), c.String("mirror")
 			args := c.Args().Slice()
 			if len(args) > 1 {
-				// urfave/cli stops at the first argument; SPEC.md puts the
-				// flags after NAME, so parse what follows it here.
+				// urfave/cli stops at the first argument; the documented
+				// form puts the flags after NAME, so parse what follows it here.
 				fs := flag.NewFlagSet("image build", flag.ContinueOnError)
 				fs.SetOutput(io.Discard)
 				fs.StringVar(&packages, "packages", packages, "")

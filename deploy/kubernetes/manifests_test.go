@@ -575,8 +575,8 @@ func TestPools(t *testing.T) {
 	}
 }
 
-// TestServicesAndPolicy: one Service per pool on serve's port, and a
-// NetworkPolicy that covers every boxer pod and lets clients in on it.
+// TestServicesAndPolicy: one Service per pool on serve's port, keeping
+// each client on one node for its sessions, and a NetworkPolicy that covers every boxer pod and lets clients in on it.
 func TestServicesAndPolicy(t *testing.T) {
 	m := load(t, ".")
 	ps := pods(t, m)
@@ -588,6 +588,11 @@ func TestServicesAndPolicy(t *testing.T) {
 				continue
 			}
 			found++
+			// A session lives in one node's containerd: until boxer routes
+			// session calls itself, a client's calls must stay on one node.
+			if s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+				t.Errorf("Service %s: sessionAffinity = %q, want %q (a session's calls must reach the node that holds it)", s.Name, s.Spec.SessionAffinity, corev1.ServiceAffinityClientIP)
+			}
 			for _, sp := range s.Spec.Ports {
 				if sp.TargetPort.String() != "http" && sp.TargetPort.IntVal != p.port(t) {
 					t.Errorf("Service %s targets %s, want the http port %d", s.Name, sp.TargetPort.String(), p.port(t))
