@@ -75,13 +75,18 @@ deps:
 # runs a runc without the November 2025 fixes. Then the npm packages of
 # package-lock.json into node_modules/ (redocly, for TestOpenAPILint), with
 # Debian's nodejs and npm when npm is missing; again only when the lock
-# file is newer than what is installed.
+# file is newer than what is installed. curl and file, which the docs'
+# examples use (TestDocExamples), come from apt when missing.
 COMPAT := /usr/local/lib/boxer/compat
 test-deps:
-	@command -v npm >/dev/null || { \
-		echo "==> apt-get install nodejs npm"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
-	}
+	@missing=""; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
+	command -v file >/dev/null || missing="$$missing file"; \
+	if [ -n "$$missing" ]; then \
+		echo "==> apt-get install$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 	@[ node_modules/.package-lock.json -nt package-lock.json ] || { echo "==> npm ci"; npm ci --no-audit --no-fund; }
 	@for p in containerd:.:usr/bin/containerd runc:runc:usr/sbin/runc; do \
 		pkg=$${p%%:*}; rest=$${p#*:}; dir=$(COMPAT)/$${rest%%:*}; dir=$${dir%/.}; bin=$${rest#*:}; \
