@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -90,58 +91,181 @@ func readRequest(lr *io.LimitedReader, br *bufio.Reader, c net.Conn, malformed s
 // an allowed Host first and another one next on the same connection (to a
 // CDN's address, say). peeked holds the bytes sniff read.
 func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
+	dial := func(ctx context.Context) (net.Conn, error) { return p.dialAddr(ctx, dst) }
+	p.serveHTTP(c, peeked, dial, func(req *http.Request) (string, string) {
+		name := hostName(req.Host)
+		if reason := p.decide(dst, name); reason != "" {
+			return transparentDest(dst, name, reason), reason
+		}
+		req.URL.Host = req.Host
+		if req.Host == "" {
+			req.URL.Host = dst.String()
+		}
+		return "", ""
+	})
+}
+
+// serveHTTP serves a connection that speaks HTTP/1 request by request:
+// check returns the destination a request is refused for and why ("" if
+// it is not), and may set its URL's host; the request is then forwarded
+// through connections dial opens. peeked holds the bytes read already.
+func (p *proxy) serveHTTP(c net.Conn, peeked []byte, dial func(context.Context) (net.Conn, error), check func(*http.Request) (dest, reason string)) {
 	ic := &idleConn{Conn: c, idle: p.idle}
 	lr := &io.LimitedReader{R: io.MultiReader(bytes.NewReader(peeked), ic)}
 	br := bufio.NewReader(&skipBlankLines{r: lr})
-	tr := p.transport(func(ctx context.Context, _ string) (net.Conn, error) {
-		return p.dialAddr(ctx, dst)
-	})
+	tr := p.transport(func(ctx context.Context, _ string) (net.Conn, error) { return dial(ctx) })
 	defer tr.CloseIdleConnections()
 	for {
 		req := readRequest(lr, br, ic, "boxer: malformed HTTP request")
 		if req == nil {
 			return
 		}
-		name := hostName(req.Host)
-		if reason := p.decide(dst, name); reason != "" {
-			dest := transparentDest(dst, name, reason)
+		if dest, reason := check(req); reason != "" {
 			p.run.deny(dest, reason)
 			writeStatus(ic, http.StatusForbidden, fmt.Sprintf("boxer: %s refused: %s", dest, reason))
 			return
 		}
-		req.URL.Scheme, req.URL.Host = "http", req.Host
-		if req.Host == "" {
-			req.URL.Host = dst.String()
-		}
+		req.URL.Scheme = "http"
 		if !p.forward(ic, req, tr, nil) {
 			return
 		}
 	}
 }
 
-// connect serves a CONNECT request: it opens the tunnel if the destination
-// is allowed, answers 403 if not. The tunnel to a host with injected
-// headers is intercepted.
+// connect serves a CONNECT request: it answers 403 if the destination is
+// not allowed, else 200, and serves the tunnel. The tunnel to a name must
+// speak to that name alone (see tunnel); the tunnel to an address, which
+// only an address entry allows, is spliced.
 func (p *proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
-	if host, port, ok := splitDest(req.Host); ok {
-		if name := hostName(host); name != "" && p.run.injections(name) != nil {
-			p.connectIntercepted(c, br, req.Host, name, port)
+	var name string
+	host, port, ok := splitDest(req.Host)
+	if ok {
+		name = hostName(host)
+	}
+	var up net.Conn
+	if name != "" && p.run.injections(name) != nil {
+		// Intercepted: connections upstream are dialled as its requests
+		// need them.
+		if re := p.nameRefused(req.Host, name, port); re != nil {
+			p.run.deny(re.dest, re.reason)
+			writeDialError(c, req.Host, re)
+			return
+		}
+	} else {
+		var err error
+		if up, err = p.dialHostPort(p.run.ctx, req.Host); err != nil {
+			writeDialError(c, req.Host, err)
 			return
 		}
 	}
-	up, err := p.dialHostPort(p.run.ctx, req.Host)
-	if err != nil {
-		writeDialError(c, req.Host, err)
-		return
-	}
 	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		up.Close()
+		if up != nil {
+			up.Close()
+		}
 		return
 	}
 	// The client may have sent its first bytes (a ClientHello) with the
 	// request: they are in br, not in c.
 	pre, _ := br.Peek(br.Buffered())
-	p.splice(c, up, pre)
+	if name == "" {
+		p.splice(c, up, pre)
+		return
+	}
+	p.tunnel(c, up, pre, req.Host, name, port)
+}
+
+// tunnel serves a CONNECT tunnel to name (dest as the client asked) as the
+// transparent path serves a connection: it reads the client's first bytes
+// (pre holds those read already), and TLS must name name as its server,
+// HTTP every request's Host, else the tunnel is reset and the denial
+// recorded. Without that check a tunnel opened for an allowed name could
+// reach any site behind its address (a CDN, a shared host). up is the
+// connection upstream, used first; nil when the name is intercepted.
+func (p *proxy) tunnel(c, up net.Conn, pre []byte, dest, name string, port uint16) {
+	var mu sync.Mutex
+	dial := func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		first := up
+		up = nil
+		mu.Unlock()
+		if first != nil {
+			return first, nil
+		}
+		return p.dialHostPort(ctx, dest)
+	}
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if up != nil {
+			up.Close()
+		}
+	}()
+	sni, kind, peeked, reason := p.sniff(&replayConn{Conn: c, pre: pre})
+	refused := dest
+	if reason == "" && kind == kindTLS {
+		reason = tunnelTLSRefused(name, sni, p.run.cfg.AllowNoSNI)
+		if sni != "" {
+			refused = net.JoinHostPort(sni, strconv.Itoa(int(port)))
+		}
+	}
+	if reason != "" {
+		p.run.deny(refused, reason)
+		reset(c)
+		return
+	}
+	switch {
+	case kind == kindHTTP:
+		p.serveHTTP(c, peeked, dial, func(req *http.Request) (string, string) {
+			return tunnelHostRefused(req, name, port)
+		})
+		c.Close()
+	case kind == kindTLS && p.run.injections(name) != nil:
+		p.intercept(c, peeked, name, port, dial)
+	default:
+		u, err := dial(p.run.ctx)
+		if err != nil {
+			reset(c)
+			return
+		}
+		p.splice(c, u, peeked)
+	}
+}
+
+// tunnelTLSRefused returns why a tunnel to target may not carry TLS that
+// names sni as its server ("" for none), or "" if it may.
+func tunnelTLSRefused(target, sni string, allowNoSNI bool) string {
+	switch {
+	case sni == target:
+		return ""
+	case sni == "" && allowNoSNI:
+		return ""
+	case sni == "":
+		return reasonNoSNI
+	}
+	return fmt.Sprintf("TLS server name %s is not the CONNECT target %s", sni, target)
+}
+
+// tunnelHostRefused returns the destination and why a request in a tunnel
+// to target (on port) is refused, or "" reasons if its Host is target. A
+// request without a Host (HTTP/1.0) is given target's: the tunnel says
+// whom it is for, and the server's default site must not answer it.
+func tunnelHostRefused(req *http.Request, target string, port uint16) (dest, reason string) {
+	if req.Host == "" {
+		req.Host = target
+	}
+	req.URL.Host = net.JoinHostPort(target, strconv.Itoa(int(port)))
+	if name := hostName(req.Host); name != target {
+		host := name
+		if host == "" {
+			// An address, which names no site.
+			host = strings.TrimSuffix(strings.TrimPrefix(req.Host, "["), "]")
+			if h, _, err := net.SplitHostPort(req.Host); err == nil {
+				host = h
+			}
+		}
+		return net.JoinHostPort(host, strconv.Itoa(int(port))), fmt.Sprintf("HTTP Host %s is not the CONNECT target %s", host, target)
+	}
+	return "", ""
 }
 
 // forward serves a request for an http:// URL, or an https:// one of an

@@ -108,6 +108,9 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if reason == "" {
 		reason = p.decide(dst, name)
 	}
+	if reason == "" && kind == kindTLS && name == "" {
+		reason = p.noSNI(dst)
+	}
 	if reason != "" {
 		p.run.deny(transparentDest(dst, name, reason), reason)
 		reset(c)
@@ -150,7 +153,20 @@ const (
 	reasonNameNotAllowed = "name not allowed"
 	reasonNotResolved    = "address was not resolved for name"
 	reasonNotFromName    = "address not obtained from an allowed name"
+	reasonNoSNI          = "TLS ClientHello without a server name (SNI)"
 )
+
+// noSNI returns why TLS that names no server may not reach dst, or "" if
+// it may: an address or CIDR entry allows dst, or the operator allows TLS
+// without SNI. An address that a name entry alone allows may be a shared
+// host's, where a hello without a name reaches the default site, which
+// need not be the allowed name's.
+func (p *proxy) noSNI(dst netip.AddrPort) string {
+	if p.run.cfg.AllowNoSNI || p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port()) {
+		return ""
+	}
+	return reasonNoSNI
+}
 
 // decide returns why the sandbox may not reach dst having asked for name
 // ("" when it did not name one), or "" if it may.
