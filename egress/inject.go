@@ -152,18 +152,3 @@ func setInjected(h http.Header, inject []Injection) {
 		h[in.Header] = []string{in.Value}
 	}
 }
-
-// replayConn reads pre before the connection's own bytes.
-type replayConn struct {
-	net.Conn
-	pre []byte
-}
-
-func (c *replayConn) Read(b []byte) (int, error) {
-	if len(c.pre) > 0 {
-		n := copy(b, c.pre)
-		c.pre = c.pre[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
-}
