@@ -128,6 +128,10 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 		reset(c)
 		return
 	}
+	if !p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port()) {
+		// A name allowed it: the name must be checked, even late.
+		c = p.late(c, peeked, dst.String())
+	}
 	p.splice(c, up, peeked)
 }
 

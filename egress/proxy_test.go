@@ -744,3 +744,54 @@ func TestTunnelHTTPHost(t *testing.T) {
 		t.Errorf("report = %+v, want 2 connections (one a tunnel) and www.example.com:80 refused", r)
 	}
 }
+
+func TestLateFirstBytes(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	peek := func(g *Gateway) { g.peek = 50 * time.Millisecond }
+	tests := []struct {
+		name    string
+		entries []string
+		tunnel  bool
+		first   string // TLS with SNI evil.com if "tls"
+		served  bool
+		dest    string
+	}{
+		{"TLS, transparent", []string{"example.com"}, false, "tls", false, "203.0.113.10:443"},
+		{"TLS in a tunnel", []string{"example.com"}, true, "tls", false, "example.com:443"},
+		{"HTTP after blank lines, transparent", []string{"example.com"}, false, "\r\nGET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "203.0.113.10:443"},
+		{"HTTP in a tunnel", []string{"example.com"}, true, "GET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "example.com:443"},
+		{"TLS to an address entry", []string{"203.0.113.10"}, false, "tls", true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, Config{Policy: mustPolicy(t, tc.entries...), Dial: w.dial}, peek)
+			var c net.Conn
+			if tc.tunnel {
+				c = connectTunnel(t, g.proxyAddr(), "example.com:443")
+			} else {
+				if tc.entries[0] == "example.com" {
+					g.resolve("example.com")
+				}
+				c = g.dial("203.0.113.10:443")
+			}
+			// Past the proxy's wait for the first bytes.
+			time.Sleep(200 * time.Millisecond)
+			var served bool
+			if tc.first == "tls" {
+				tc2 := tls.Client(c, &tls.Config{ServerName: "evil.com", InsecureSkipVerify: true})
+				tc2.SetDeadline(time.Now().Add(5 * time.Second))
+				served = tc2.Handshake() == nil
+			} else {
+				io.WriteString(c, tc.first)
+				served = !refused(t, c)
+			}
+			if served != tc.served {
+				t.Fatalf("served = %v, want %v", served, tc.served)
+			}
+			if !tc.served {
+				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.dest, reasonLate) })
+			}
+		})
+	}
+}

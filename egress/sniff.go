@@ -176,6 +176,7 @@ type recorder struct {
 	net.Conn
 	buf []byte
 	pos int
+	err error // the last read's
 }
 
 func (r *recorder) Read(b []byte) (int, error) {
@@ -194,6 +195,7 @@ func (r *recorder) Read(b []byte) (int, error) {
 	n, err := r.Conn.Read(b)
 	r.buf = append(r.buf, b[:n]...)
 	r.pos = len(r.buf)
+	r.err = err
 	return n, err
 }
 
@@ -201,3 +203,65 @@ func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
 
 // rewind makes the next Read start again at the first byte.
 func (r *recorder) rewind() { r.pos = 0 }
+
+// reasonLate is why the proxy cuts a connection that starts TLS or HTTP
+// only after the wait for its first bytes.
+const reasonLate = "TLS or HTTP started after the wait for its name"
+
+// errLate ends the splice of a lateConn that started TLS or HTTP.
+var errLate = errors.New(reasonLate)
+
+// lateConn is the sandbox's side of a connection spliced before the
+// program sent a byte: it waited out the peek timeout, as the client of a
+// protocol where the server speaks first does. Its first bytes must not
+// start TLS or HTTP, whose name (SNI, Host) would then go unchecked: a
+// program could wait the timeout out and name any site of an allowed
+// address. deny records the refusal.
+type lateConn struct {
+	net.Conn
+	deny    func()
+	checked bool
+	pending []byte
+}
+
+func (l *lateConn) Read(b []byte) (int, error) {
+	if !l.checked {
+		rec := &recorder{Conn: l.Conn}
+		kind := rec.kind()
+		if len(rec.buf) == 0 {
+			// Nothing yet: the idle deadline or the end, for the caller.
+			return 0, rec.err
+		}
+		l.checked = true
+		if kind != kindOther {
+			l.deny()
+			reset(l.Conn)
+			return 0, errLate
+		}
+		l.pending = rec.buf
+	}
+	if len(l.pending) > 0 {
+		n := copy(b, l.pending)
+		l.pending = l.pending[n:]
+		return n, nil
+	}
+	return l.Conn.Read(b)
+}
+
+// CloseWrite half-closes the connection, as splice does when upstream
+// has finished.
+func (l *lateConn) CloseWrite() error {
+	if cw, ok := l.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// late returns c as a lateConn if the program sent nothing before the
+// proxy stopped waiting (peeked is empty), c itself if it did.
+func (p *proxy) late(c net.Conn, peeked []byte, dest string) net.Conn {
+	if len(peeked) > 0 {
+		return c
+	}
+	return &lateConn{Conn: c, deny: func() { p.run.deny(dest, reasonLate) }}
+}

@@ -107,7 +107,7 @@ func (p *proxy) tunnel(c, up net.Conn, pre []byte, dest, name string, port uint1
 			reset(c)
 			return
 		}
-		p.splice(c, u, peeked)
+		p.splice(p.late(c, peeked, dest), u, peeked)
 	}
 }
 
