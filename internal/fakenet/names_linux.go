@@ -177,6 +177,12 @@ func linkAddrs() []netip.Addr {
 	return out
 }
 
+// Addrs returns the addresses the fake internet's namespace holds: every
+// address of the zone but loopback's, and the DNS server's.
+func Addrs() []netip.Addr {
+	return linkAddrs()
+}
+
 func addrs(s ...string) []netip.Addr {
 	out := make([]netip.Addr, len(s))
 	for i, a := range s {
