@@ -58,6 +58,12 @@ type Config struct {
 	// Roots verifies intercepted hosts' upstream certificates; nil: the
 	// host's trust store.
 	Roots *x509.CertPool
+	// AllowNoSNI lets TLS that names no server (no SNI) reach an address
+	// that only a name entry allows, transparently or in a CONNECT
+	// tunnel to a name. Without it such a ClientHello is refused: on a
+	// shared host or a CDN it reaches the address's default site,
+	// whichever that is. Address and CIDR entries never need SNI.
+	AllowNoSNI bool
 }
 
 // Injection is one header boxer sets on HTTPS requests to Host, replacing

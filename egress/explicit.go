@@ -90,58 +90,45 @@ func readRequest(lr *io.LimitedReader, br *bufio.Reader, c net.Conn, malformed s
 // an allowed Host first and another one next on the same connection (to a
 // CDN's address, say). peeked holds the bytes sniff read.
 func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
+	dial := func(ctx context.Context) (net.Conn, error) { return p.dialAddr(ctx, dst) }
+	p.serveHTTP(c, peeked, dial, func(req *http.Request) (string, string) {
+		name := hostName(req.Host)
+		if reason := p.decide(dst, name); reason != "" {
+			return transparentDest(dst, name, reason), reason
+		}
+		req.URL.Host = req.Host
+		if req.Host == "" {
+			req.URL.Host = dst.String()
+		}
+		return "", ""
+	})
+}
+
+// serveHTTP serves a connection that speaks HTTP/1 request by request:
+// check returns the destination a request is refused for and why ("" if
+// it is not), and may set its URL's host; the request is then forwarded
+// through connections dial opens. peeked holds the bytes read already.
+func (p *proxy) serveHTTP(c net.Conn, peeked []byte, dial func(context.Context) (net.Conn, error), check func(*http.Request) (dest, reason string)) {
 	ic := &idleConn{Conn: c, idle: p.idle}
 	lr := &io.LimitedReader{R: io.MultiReader(bytes.NewReader(peeked), ic)}
 	br := bufio.NewReader(&skipBlankLines{r: lr})
-	tr := p.transport(func(ctx context.Context, _ string) (net.Conn, error) {
-		return p.dialAddr(ctx, dst)
-	})
+	tr := p.transport(func(ctx context.Context, _ string) (net.Conn, error) { return dial(ctx) })
 	defer tr.CloseIdleConnections()
 	for {
 		req := readRequest(lr, br, ic, "boxer: malformed HTTP request")
 		if req == nil {
 			return
 		}
-		name := hostName(req.Host)
-		if reason := p.decide(dst, name); reason != "" {
-			dest := transparentDest(dst, name, reason)
+		if dest, reason := check(req); reason != "" {
 			p.run.deny(dest, reason)
 			writeStatus(ic, http.StatusForbidden, fmt.Sprintf("boxer: %s refused: %s", dest, reason))
 			return
 		}
-		req.URL.Scheme, req.URL.Host = "http", req.Host
-		if req.Host == "" {
-			req.URL.Host = dst.String()
-		}
+		req.URL.Scheme = "http"
 		if !p.forward(ic, req, tr, nil) {
 			return
 		}
 	}
-}
-
-// connect serves a CONNECT request: it opens the tunnel if the destination
-// is allowed, answers 403 if not. The tunnel to a host with injected
-// headers is intercepted.
-func (p *proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
-	if host, port, ok := splitDest(req.Host); ok {
-		if name := hostName(host); name != "" && p.run.injections(name) != nil {
-			p.connectIntercepted(c, br, req.Host, name, port)
-			return
-		}
-	}
-	up, err := p.dialHostPort(p.run.ctx, req.Host)
-	if err != nil {
-		writeDialError(c, req.Host, err)
-		return
-	}
-	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		up.Close()
-		return
-	}
-	// The client may have sent its first bytes (a ClientHello) with the
-	// request: they are in br, not in c.
-	pre, _ := br.Peek(br.Buffered())
-	p.splice(c, up, pre)
 }
 
 // forward serves a request for an http:// URL, or an https:// one of an

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -278,4 +279,31 @@ func connectOnce(t *testing.T, addr, dest string) (*http.Response, []byte) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	return resp, body
+}
+
+// connectTunnel opens a tunnel to dest through the proxy at addr and
+// returns its connection, the proxy's 200 read.
+func connectTunnel(t *testing.T, addr, dest string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", dest, dest)
+	// Byte by byte, so that nothing of the tunnel is read with the answer.
+	var head []byte
+	b := make([]byte, 1)
+	for !bytes.HasSuffix(head, []byte("\r\n\r\n")) {
+		if _, err := c.Read(b); err != nil {
+			t.Fatalf("CONNECT %s: %v after %q", dest, err, head)
+		}
+		head = append(head, b[0])
+	}
+	if !bytes.HasPrefix(head, []byte("HTTP/1.1 200 ")) {
+		t.Fatalf("CONNECT %s = %q, want 200", dest, head)
+	}
+	c.SetDeadline(time.Time{})
+	return c
 }

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // tlsRecordHandshake is the first byte of a TLS connection: the record
@@ -152,62 +151,4 @@ func setInjected(h http.Header, inject []Injection) {
 	for _, in := range inject {
 		h[in.Header] = []string{in.Value}
 	}
-}
-
-// connectIntercepted serves a CONNECT to name:port (dest as asked), a host
-// whose requests get injected headers: if the policy allows the name, it
-// answers 200 and intercepts the tunnel's TLS, dialling upstream for
-// each connection its requests need. A tunnel that does not start with
-// TLS is spliced as any other.
-func (p *proxy) connectIntercepted(c net.Conn, br *bufio.Reader, dest, name string, port uint16) {
-	if re := p.nameRefused(dest, name, port); re != nil {
-		p.run.deny(re.dest, re.reason)
-		writeDialError(c, dest, re)
-		return
-	}
-	dial := func(ctx context.Context) (net.Conn, error) { return p.dialHostPort(ctx, dest) }
-	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		return
-	}
-	pre := p.tunnelStart(c, br)
-	if len(pre) > 0 && pre[0] == tlsRecordHandshake {
-		p.intercept(c, pre, name, port, dial)
-		return
-	}
-	up, err := dial(p.run.ctx)
-	if err != nil {
-		reset(c)
-		return
-	}
-	p.splice(c, up, pre)
-}
-
-// tunnelStart returns the first bytes a client sent into a tunnel it
-// opened: those br holds already, else the first it sends within the peek
-// timeout; none if it waits for the server to speak first.
-func (p *proxy) tunnelStart(c net.Conn, br *bufio.Reader) []byte {
-	if n := br.Buffered(); n > 0 {
-		pre, _ := br.Peek(n)
-		return pre
-	}
-	c.SetReadDeadline(time.Now().Add(p.peek))
-	defer c.SetReadDeadline(time.Time{})
-	buf := make([]byte, 4<<10)
-	n, _ := c.Read(buf)
-	return buf[:n]
-}
-
-// replayConn reads pre before the connection's own bytes.
-type replayConn struct {
-	net.Conn
-	pre []byte
-}
-
-func (c *replayConn) Read(b []byte) (int, error) {
-	if len(c.pre) > 0 {
-		n := copy(b, c.pre)
-		c.pre = c.pre[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
 }

@@ -326,7 +326,8 @@ func TestInjectTransparentOtherPort(t *testing.T) {
 func TestInjectNotIntercepted(t *testing.T) {
 	checkGoroutines(t)
 	w := newAPIWorld(t)
-	g, _ := w.gateway(t, Config{Roots: w.roots})
+	// TLS without SNI needs the operator's leave (see TestTransparentNoSNI).
+	g, _ := w.gateway(t, Config{Roots: w.roots, AllowNoSNI: true})
 	g.resolve("plain.test")
 	g.resolve("api.test")
 	const req = "GET /p HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer placeholder\r\n\r\n"
@@ -680,5 +681,30 @@ func TestSetInjected(t *testing.T) {
 	want := http.Header{"Authorization": {"last"}, "X-Api-Key": {"k"}, "X-Keep": {"1"}}
 	if fmt.Sprint(h) != fmt.Sprint(want) {
 		t.Errorf("header = %v, want %v", h, want)
+	}
+}
+
+func TestInjectExplicitServerName(t *testing.T) {
+	w := newAPIWorld(t)
+	g, ca := w.gateway(t, Config{Roots: w.roots})
+	tests := []struct {
+		name, sni, dest, reason string
+	}{
+		{"another allowed name", "plain.test", "plain.test:443", "TLS server name plain.test is not the CONNECT target api.test"},
+		{"no name", "", "api.test:443", reasonNoSNI},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := connectTunnel(t, g.proxyAddr(), "api.test:443")
+			tc2 := tls.Client(c, &tls.Config{ServerName: tc.sni, RootCAs: caPool(ca), InsecureSkipVerify: tc.sni == ""})
+			tc2.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc2.Handshake(); err == nil {
+				t.Fatal("TLS in a tunnel to api.test worked, want it refused")
+			}
+			waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.dest, tc.reason) })
+		})
+	}
+	if n := len(w.requests()); n != 0 {
+		t.Errorf("upstream got %d requests, want none", n)
 	}
 }

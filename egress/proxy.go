@@ -1,17 +1,13 @@
 package egress
 
 import (
-	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,6 +104,9 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if reason == "" {
 		reason = p.decide(dst, name)
 	}
+	if reason == "" && kind == kindTLS && name == "" {
+		reason = p.noSNI(dst)
+	}
 	if reason != "" {
 		p.run.deny(transparentDest(dst, name, reason), reason)
 		reset(c)
@@ -128,6 +127,10 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if err != nil {
 		reset(c)
 		return
+	}
+	if !p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port()) {
+		// A name allowed it: the name must be checked, even late.
+		c = p.late(c, peeked, dst.String())
 	}
 	p.splice(c, up, peeked)
 }
@@ -150,7 +153,20 @@ const (
 	reasonNameNotAllowed = "name not allowed"
 	reasonNotResolved    = "address was not resolved for name"
 	reasonNotFromName    = "address not obtained from an allowed name"
+	reasonNoSNI          = "TLS ClientHello without a server name (SNI)"
 )
+
+// noSNI returns why TLS that names no server may not reach dst, or "" if
+// it may: an address or CIDR entry allows dst, or the operator allows TLS
+// without SNI. An address that a name entry alone allows may be a shared
+// host's, where a hello without a name reaches the default site, which
+// need not be the allowed name's.
+func (p *proxy) noSNI(dst netip.AddrPort) string {
+	if p.run.cfg.AllowNoSNI || p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port()) {
+		return ""
+	}
+	return reasonNoSNI
+}
 
 // decide returns why the sandbox may not reach dst having asked for name
 // ("" when it did not name one), or "" if it may.
@@ -295,193 +311,3 @@ func (c *countedConn) Close() error {
 	c.once.Do(func() { c.run.untrack(c) })
 	return c.Conn.Close()
 }
-
-// sniff reads the first bytes of a transparent connection and returns the
-// name they ask for (TLS SNI or HTTP Host; "" if none), what they are
-// (kindTLS, kindHTTP, kindOther) and the bytes read. reason is set when
-// the bytes claim a name that cannot be read: without it, a slow or broken
-// ClientHello would pass unchecked.
-func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason string) {
-	c.SetReadDeadline(time.Now().Add(p.peek))
-	defer c.SetReadDeadline(time.Time{})
-	rec := &recorder{Conn: c}
-	kind = rec.kind()
-	rec.rewind()
-	switch kind {
-	case kindTLS:
-		name, reason = sniffTLS(rec)
-		name = hostName(name)
-	case kindHTTP:
-		var req *http.Request
-		if req, reason = sniffHTTP(rec); req != nil {
-			name = hostName(req.Host)
-		}
-	}
-	return name, kind, rec.buf, reason
-}
-
-// hostName returns the name of a Host header or an SNI, lower-case and
-// without its port; "" for an address, which is no name: the destination
-// address decides alone.
-func hostName(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if _, err := netip.ParseAddr(host); err == nil {
-		return ""
-	}
-	return normalName(host)
-}
-
-// The kinds of first bytes a transparent connection may send.
-const (
-	kindOther = iota
-	kindTLS
-	kindHTTP
-)
-
-// httpMethods are the request methods that mark an HTTP/1 connection.
-var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
-
-// kind reads as little as tells what the connection speaks: a TLS record,
-// an HTTP request line (after blank lines, which servers skip), or other.
-// A prefix of a method cut short by the deadline counts as HTTP, so that
-// its parse fails rather than it pass as another protocol.
-func (r *recorder) kind() int {
-	var b [1]byte
-	for {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			if len(r.buf) > 0 && couldBeMethod(r.buf) {
-				return kindHTTP
-			}
-			return kindOther
-		}
-		if len(r.buf) == 1 && b[0] == 0x16 {
-			return kindTLS
-		}
-		line := strings.TrimLeft(string(r.buf), "\r\n")
-		if line == "" {
-			continue
-		}
-		if method, _, ok := strings.Cut(line, " "); ok {
-			if isMethod(method) {
-				return kindHTTP
-			}
-			return kindOther
-		}
-		if !couldBeMethod(r.buf) {
-			return kindOther
-		}
-	}
-}
-
-// couldBeMethod reports whether b (less blank lines) starts a request line.
-func couldBeMethod(b []byte) bool {
-	s := strings.TrimLeft(string(b), "\r\n")
-	for _, m := range httpMethods {
-		if strings.HasPrefix(m, s) || strings.HasPrefix(s, m+" ") {
-			return true
-		}
-	}
-	return false
-}
-
-func isMethod(s string) bool {
-	for _, m := range httpMethods {
-		if s == m {
-			return true
-		}
-	}
-	return false
-}
-
-// errSniffed aborts the handshake sniffTLS starts once it has the hello.
-var errSniffed = errors.New("client hello read")
-
-// sniffTLS returns the server name of the ClientHello that rec holds, ""
-// if it names none; reason is set when rec holds no readable ClientHello.
-func sniffTLS(rec *recorder) (name, reason string) {
-	var hello *tls.ClientHelloInfo
-	srv := tls.Server(rec, &tls.Config{
-		GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
-			hello = h
-			return nil, errSniffed
-		},
-	})
-	srv.Handshake()
-	if hello == nil {
-		return "", "unreadable TLS ClientHello"
-	}
-	return hello.ServerName, ""
-}
-
-// sniffHTTP returns the HTTP request whose header rec holds; reason is set
-// when rec holds no readable request.
-func sniffHTTP(rec *recorder) (*http.Request, string) {
-	req, err := http.ReadRequest(bufio.NewReader(&skipBlankLines{r: rec}))
-	if err != nil {
-		return nil, "unreadable HTTP request"
-	}
-	return req, ""
-}
-
-// skipBlankLines reads past the blank lines before a request line, which
-// http.ReadRequest refuses and servers skip.
-type skipBlankLines struct {
-	r     io.Reader
-	found bool
-}
-
-func (s *skipBlankLines) Read(b []byte) (int, error) {
-	if s.found {
-		return s.r.Read(b)
-	}
-	for {
-		n, err := s.r.Read(b)
-		i := 0
-		for i < n && (b[i] == '\r' || b[i] == '\n') {
-			i++
-		}
-		if i < n {
-			s.found = true
-			return copy(b, b[i:n]), err
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-}
-
-// recorder reads a connection and keeps what it read (up to maxPeek) so
-// that it can be read again (rewind) and replayed upstream. Writes are
-// dropped: sniffTLS's handshake answers nothing.
-type recorder struct {
-	net.Conn
-	buf []byte
-	pos int
-}
-
-func (r *recorder) Read(b []byte) (int, error) {
-	if r.pos < len(r.buf) {
-		n := copy(b, r.buf[r.pos:])
-		r.pos += n
-		return n, nil
-	}
-	room := maxPeek - len(r.buf)
-	if room <= 0 {
-		return 0, errors.New("first bytes larger than 16 KiB")
-	}
-	if len(b) > room {
-		b = b[:room]
-	}
-	n, err := r.Conn.Read(b)
-	r.buf = append(r.buf, b[:n]...)
-	r.pos = len(r.buf)
-	return n, err
-}
-
-func (r *recorder) Write(b []byte) (int, error) { return len(b), nil }
-
-// rewind makes the next Read start again at the first byte.
-func (r *recorder) rewind() { r.pos = 0 }

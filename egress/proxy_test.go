@@ -609,3 +609,189 @@ func TestIdleTimeout(t *testing.T) {
 		t.Error("a quiet connection stayed open past the idle timeout")
 	}
 }
+
+func TestTransparentNoSNI(t *testing.T) {
+	w := newWorld(t)
+	tests := []struct {
+		name       string
+		cfg        Config
+		entries    []string
+		served     bool
+		dest, want string
+	}{
+		{"a name entry", Config{}, []string{"example.com"}, false, "203.0.113.10:443", reasonNoSNI},
+		{"a name entry, the operator allows no SNI", Config{AllowNoSNI: true}, []string{"example.com"}, true, "", ""},
+		{"an address entry", Config{}, []string{"example.com", "203.0.113.10"}, true, "", ""},
+		{"a CIDR entry", Config{}, []string{"203.0.113.0/24"}, true, "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := w.gateway(t, tc.cfg, tc.entries...)
+			if tc.entries[0] == "example.com" {
+				g.resolve("example.com")
+			}
+			tc2 := tls.Client(g.dial("203.0.113.10:443"), &tls.Config{InsecureSkipVerify: true})
+			tc2.SetDeadline(time.Now().Add(5 * time.Second))
+			err := tc2.Handshake()
+			if tc.served != (err == nil) {
+				t.Fatalf("TLS without SNI: handshake error %v, want served %v", err, tc.served)
+			}
+			if !tc.served {
+				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.dest, tc.want) })
+			} else if r := g.Report(); len(r.Denied) != 0 {
+				t.Errorf("denied %v, want nothing", r.Denied)
+			}
+		})
+	}
+}
+
+func TestTunnelServerName(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	tests := []struct {
+		name    string
+		cfg     Config
+		entries []string
+		dest    string // the CONNECT target
+		sni     string // "": none
+		refused string // the denial's destination, "" when served
+		reason  string
+	}{
+		{"the target's name", Config{}, []string{"example.com"}, "example.com:443", "example.com", "", ""},
+		{"another name", Config{}, []string{"example.com"}, "example.com:443", "evil.com", "evil.com:443", "TLS server name evil.com is not the CONNECT target example.com"},
+		{"another allowed name", Config{}, []string{"example.com", "www.example.com"}, "example.com:443", "www.example.com", "www.example.com:443", "TLS server name www.example.com is not the CONNECT target example.com"},
+		{"no name", Config{}, []string{"example.com"}, "example.com:443", "", "example.com:443", reasonNoSNI},
+		{"no name, the operator allows it", Config{AllowNoSNI: true}, []string{"example.com"}, "example.com:443", "", "", ""},
+		{"an address target", Config{}, []string{"203.0.113.10"}, "203.0.113.10:443", "evil.com", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := w.gateway(t, tc.cfg, tc.entries...)
+			c := connectTunnel(t, g.proxyAddr(), tc.dest)
+			cfg := &tls.Config{ServerName: tc.sni, RootCAs: w.roots}
+			if tc.sni == "" || tc.sni == "evil.com" {
+				// The test server's certificate names example.com alone.
+				cfg.InsecureSkipVerify = true
+			}
+			tc2 := tls.Client(c, cfg)
+			tc2.SetDeadline(time.Now().Add(5 * time.Second))
+			err := tc2.Handshake()
+			if tc.refused == "" {
+				if err != nil {
+					t.Fatalf("TLS in the tunnel: %v, want it served", err)
+				}
+				if r := g.Report(); len(r.Denied) != 0 {
+					t.Errorf("denied %v, want nothing", r.Denied)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("TLS in the tunnel worked, want it refused")
+			}
+			waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.refused, tc.reason) })
+			if r := g.Close(); r.BytesOut != 0 {
+				t.Errorf("%d bytes sent upstream, want none", r.BytesOut)
+			}
+		})
+	}
+}
+
+func TestTunnelHTTPHost(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	g := w.gateway(t, Config{}, "example.com:80", "www.example.com:80")
+	c := connectTunnel(t, g.proxyAddr(), "example.com:80")
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	for _, host := range []string{"example.com", "EXAMPLE.com:80", "www.example.com", "example.com"} {
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("reading the answer for %s: %v", host, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want, wantStatus := "hello from "+host, 200
+		if host == "www.example.com" {
+			want, wantStatus = "boxer: www.example.com:80 refused: HTTP Host www.example.com is not the CONNECT target example.com\n", 403
+		}
+		if resp.StatusCode != wantStatus || string(body) != want {
+			t.Errorf("GET Host %s in a tunnel to example.com:80 = %d %q, want %d %q", host, resp.StatusCode, body, wantStatus, want)
+		}
+		if resp.StatusCode != 200 {
+			break
+		}
+	}
+	if !refused(t, c) {
+		t.Error("the tunnel stayed open after a refused request")
+	}
+	// HTTP/1.0 without a Host is sent as for the target, not the
+	// server's default site.
+	c = connectTunnel(t, g.proxyAddr(), "example.com:80")
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading the answer to HTTP/1.0: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "hello from example.com" {
+		t.Errorf("HTTP/1.0 without Host = %d %q, want 200 hello from example.com", resp.StatusCode, body)
+	}
+	r := g.Close()
+	if r.Connections != 2 || !hasDenial(r, "www.example.com:80", "HTTP Host www.example.com is not the CONNECT target example.com") {
+		t.Errorf("report = %+v, want 2 connections (one a tunnel) and www.example.com:80 refused", r)
+	}
+}
+
+func TestLateFirstBytes(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	peek := func(g *Gateway) { g.peek = 50 * time.Millisecond }
+	tests := []struct {
+		name    string
+		entries []string
+		tunnel  bool
+		first   string // TLS with SNI evil.com if "tls"
+		served  bool
+		dest    string
+	}{
+		{"TLS, transparent", []string{"example.com"}, false, "tls", false, "203.0.113.10:443"},
+		{"TLS in a tunnel", []string{"example.com"}, true, "tls", false, "example.com:443"},
+		{"HTTP after blank lines, transparent", []string{"example.com"}, false, "\r\nGET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "203.0.113.10:443"},
+		{"HTTP in a tunnel", []string{"example.com"}, true, "GET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "example.com:443"},
+		{"TLS to an address entry", []string{"203.0.113.10"}, false, "tls", true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := startGateway(t, Config{Policy: mustPolicy(t, tc.entries...), Dial: w.dial}, peek)
+			var c net.Conn
+			if tc.tunnel {
+				c = connectTunnel(t, g.proxyAddr(), "example.com:443")
+			} else {
+				if tc.entries[0] == "example.com" {
+					g.resolve("example.com")
+				}
+				c = g.dial("203.0.113.10:443")
+			}
+			// Past the proxy's wait for the first bytes.
+			time.Sleep(200 * time.Millisecond)
+			var served bool
+			if tc.first == "tls" {
+				tc2 := tls.Client(c, &tls.Config{ServerName: "evil.com", InsecureSkipVerify: true})
+				tc2.SetDeadline(time.Now().Add(5 * time.Second))
+				served = tc2.Handshake() == nil
+			} else {
+				io.WriteString(c, tc.first)
+				served = !refused(t, c)
+			}
+			if served != tc.served {
+				t.Fatalf("served = %v, want %v", served, tc.served)
+			}
+			if !tc.served {
+				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.dest, reasonLate) })
+			}
+		})
+	}
+}

@@ -2,7 +2,10 @@ package integration
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,11 +41,7 @@ func internet(t *testing.T) *fakenet.Net {
 			fakeNet, netErr = fakenet.Start(netDir)
 		}
 		if netErr == nil {
-			// A guard for the tests' own sake: should the sandbox's rules
-			// ever fail, the host drops what is meant for the fake
-			// internet instead of forwarding it out (ip_forward may be 1).
-			netErr = netlink.RouteAdd(&netlink.Route{Dst: fakeRange, Type: unix.RTN_BLACKHOLE})
-			routeAdded = netErr == nil
+			netErr = addGuardRoutes()
 		}
 	})
 	if netErr != nil {
@@ -51,16 +50,50 @@ func internet(t *testing.T) *fakenet.Net {
 	return fakeNet
 }
 
-// fakeRange is the fake internet's documentation range.
-var fakeRange = &net.IPNet{IP: net.IPv4(203, 0, 113, 0), Mask: net.CIDRMask(24, 32)}
+// guardRoutes are the blackhole routes this test run added to the host's
+// main table, removed again by stopInternet.
+var guardRoutes []*netlink.Route
 
-var routeAdded bool
+// addGuardRoutes is a guard for the tests' own sake: should a sandbox's
+// rules ever fail, the host drops what is meant for the fake internet's
+// hosts instead of forwarding it out (ip_forward may be 1). It blackholes
+// their addresses alone, each a /32 or /128, not their whole range: the
+// range is a real one on some hosts (this one resolves deb.debian.org
+// into it), and other work beside the tests must still reach it. Only
+// the documentation ranges' addresses: the loopback, private and
+// metadata addresses stand for ones the host itself may need, and the
+// proxy refuses them by itself. A route that exists already is another
+// test run's: it stays, and is not removed with this run's.
+func addGuardRoutes() error {
+	for _, a := range fakenet.Addrs() {
+		if !docRange4.Contains(a) && !docRange6.Contains(a) {
+			continue
+		}
+		r := &netlink.Route{Dst: &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}, Type: unix.RTN_BLACKHOLE}
+		err := netlink.RouteAdd(r)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("adding a blackhole route to %s: %w", a, err)
+		}
+		guardRoutes = append(guardRoutes, r)
+	}
+	return nil
+}
+
+// The documentation ranges the fake internet's public hosts are in.
+var (
+	docRange4 = netip.MustParsePrefix("203.0.113.0/24")
+	docRange6 = netip.MustParsePrefix("2001:db8::/32")
+)
 
 // stopInternet stops the fake internet, if it was started (TestMain).
 func stopInternet() {
-	if routeAdded {
-		_ = netlink.RouteDel(&netlink.Route{Dst: fakeRange, Type: unix.RTN_BLACKHOLE})
+	for _, r := range guardRoutes {
+		_ = netlink.RouteDel(r)
 	}
+	guardRoutes = nil
 	if fakeNet != nil {
 		_ = fakeNet.Close()
 	}
@@ -269,6 +302,81 @@ for host, port in [("203.0.113.11", 443), ("web.test", 80), ("loop.test", 7000),
 		}
 	}
 	assertClean(t)
+}
+
+// TestEgressServerNames: a CONNECT tunnel to an allowed name (cdn.test)
+// speaks to that name alone: TLS naming another site of its shared
+// address (evil.test) is cut, as curl sends it with --connect-to, which
+// is how this was found; TLS without a server name reaches an address
+// that only a name allows only when the operator passes --allow-no-sni,
+// or through an address entry. Every refusal is in network.denied, and
+// evil.test's site never answers.
+func TestEgressServerNames(t *testing.T) {
+	n := internet(t)
+	evil := n.Served(fakenet.EvilName)
+	// TLS without SNI to $TARGET:443, asking for cdn.test's site.
+	const noSNI = `
+import os, socket, ssl
+ctx = ssl.create_default_context()
+ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+try:
+    s = ctx.wrap_socket(socket.create_connection((os.environ["TARGET"], 443), timeout=10))
+    s.sendall(b"GET / HTTP/1.1\r\nHost: cdn.test\r\nConnection: close\r\n\r\n")
+    print(s.makefile("rb").read().split(b"\r\n\r\n", 1)[1].decode().strip())
+except OSError as e:
+    print("refused")
+`
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			res, r := netRun(t, n, "--runtime", rt, "--allow-host", fakenet.CDNName, "--lang", "bash", "-c",
+				`curl -sSk --max-time 10 https://cdn.test/; curl -sk --max-time 10 --proxytunnel --connect-to evil.test:443:cdn.test:443 https://evil.test/ || echo refused`)
+			if want := "site cdn.test on 203.0.113.15:443\nrefused\n"; res.Stdout != want {
+				t.Errorf("curl: stdout %q, want %q; stderr %q %s", res.Stdout, want, res.Stderr, r.stderr)
+			}
+			wantDenied(t, res, "evil.test:443", "TLS server name evil.test is not the CONNECT target cdn.test")
+
+			res, r = netRun(t, n, "--runtime", rt, "--allow-host", fakenet.CDNName, "--env", "TARGET=cdn.test", "--lang", "python", "-c", noSNI)
+			if res.Stdout != "refused\n" {
+				t.Errorf("no SNI: stdout %q, want refused; stderr %q %s", res.Stdout, res.Stderr, r.stderr)
+			}
+			wantDenied(t, res, "203.0.113.15:443", "TLS ClientHello without a server name (SNI)")
+
+			for _, c := range []struct {
+				what string
+				args []string
+			}{
+				{"an address entry", []string{"run", "--json", "--allow-host", fakenet.CDNAddr, "--runtime", rt, "--env", "TARGET=" + fakenet.CDNAddr, "--lang", "python", "-c", noSNI}},
+				{"--allow-no-sni", []string{"--allow-no-sni", "run", "--json", "--allow-host", fakenet.CDNName, "--runtime", rt, "--env", "TARGET=cdn.test", "--lang", "python", "-c", noSNI}},
+			} {
+				r := boxer(t, egressEnv(n), c.args...)
+				var res result
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("%s: bad JSON (%v): %q %q", c.what, err, r.stdout, r.stderr)
+				}
+				if want := "site cdn.test on 203.0.113.15:443\n"; res.Stdout != want || res.Network == nil || len(res.Network.Denied) != 0 {
+					t.Errorf("no SNI with %s: stdout %q, want %q, nothing denied; network %+v; stderr %q", c.what, res.Stdout, want, res.Network, res.Stderr)
+				}
+			}
+		})
+	}
+	if got := n.Served(fakenet.EvilName); got != evil {
+		t.Errorf("evil.test's site answered %d times, want never", got-evil)
+	}
+	assertClean(t)
+}
+
+// wantDenied fails the test unless res's network report records dest
+// refused for reason.
+func wantDenied(t *testing.T, res result, dest, reason string) {
+	t.Helper()
+	if res.Network != nil {
+		for _, d := range res.Network.Denied {
+			if d.Destination == dest && d.Reason == reason {
+				return
+			}
+		}
+	}
+	t.Errorf("network report %+v, want %s refused: %s", res.Network, dest, reason)
 }
 
 // TestEgressBadInput: malformed allowlists are refused up front, exit

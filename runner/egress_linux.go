@@ -15,8 +15,9 @@ type egressSetup struct {
 	opts egress.Options
 	// upstream is the resolver allowed names are asked of; dial opens
 	// upstream connections (from the operator's namespace, if set).
-	upstream string
-	dial     egress.Dialer
+	upstream   string
+	dial       egress.Dialer
+	allowNoSNI bool
 }
 
 // newEgressSetup checks the operator's egress settings.
@@ -28,7 +29,7 @@ func newEgressSetup(state string, o EgressOptions) (egressSetup, error) {
 	if err != nil {
 		return egressSetup{}, err
 	}
-	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir, Range: rng}, upstream: o.UpstreamDNS}
+	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir, Range: rng}, upstream: o.UpstreamDNS, allowNoSNI: o.AllowNoSNI}
 	if o.Netns != "" {
 		if e.dial, err = egress.NetnsDialer(o.Netns); err != nil {
 			return egressSetup{}, fmt.Errorf("egress namespace %s: %w", o.Netns, err)
@@ -66,7 +67,7 @@ func (sb *sandbox) startLink(d delivery) error {
 	}
 	sb.link.Start(egress.Config{
 		Policy: policy, MaxBytes: d.NetBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: sb.r.egress.dial,
-		Inject: sb.injections, CA: sb.ca,
+		Inject: sb.injections, CA: sb.ca, AllowNoSNI: sb.r.egress.allowNoSNI,
 	})
 	return nil
 }

@@ -40,6 +40,7 @@ type Net struct {
 
 	hits     hits
 	received headerLog
+	served   siteLog
 	resolver resolver
 	echo     echoServer
 	lns      []io.Closer // every socket, closed again at Close
@@ -94,7 +95,7 @@ func Start(dir string) (_ *Net, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	handlers, err := newHandlers(&n.received)
+	handlers, err := newHandlers(&n.received, &n.served)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (n *Net) setupLinks() error {
 // handlers are the HTTP handlers by kind of server.
 type handlers map[serverKind]http.Handler
 
-func newHandlers(received *headerLog) (handlers, error) {
+func newHandlers(received *headerLog, served *siteLog) (handlers, error) {
 	wheel, err := buildWheel()
 	if err != nil {
 		return nil, fmt.Errorf("building wheel: %w", err)
@@ -189,12 +190,14 @@ func newHandlers(received *headerLog) (handlers, error) {
 		return nil, err
 	}
 	return handlers{
-		kindHTTP:    http.HandlerFunc(hello),
-		kindHTTPS:   http.HandlerFunc(hello),
-		kindWeb:     webHandler(received),
-		kindBadCert: http.HandlerFunc(hello),
-		kindPyPI:    pypiHandler(wheel),
-		kindNPM:     npm,
+		kindHTTP:      http.HandlerFunc(hello),
+		kindHTTPS:     http.HandlerFunc(hello),
+		kindWeb:       webHandler(received),
+		kindBadCert:   http.HandlerFunc(hello),
+		kindPyPI:      pypiHandler(wheel),
+		kindNPM:       npm,
+		kindShared:    sharedHandler(served),
+		kindSharedTLS: sharedHandler(served),
 	}, nil
 }
 
@@ -241,7 +244,7 @@ func (n *Net) serve(hs handlers, own map[serverKind]tls.Certificate, leaf tls.Ce
 			// are about: don't log each handshake it breaks off.
 			ErrorLog: log.New(io.Discard, "", 0),
 		}
-		if kind != kindHTTP {
+		if kind != kindHTTP && kind != kindShared {
 			cert, ok := own[kind]
 			if !ok {
 				cert = leaf
@@ -262,7 +265,7 @@ func (n *Net) serve(hs handlers, own map[serverKind]tls.Certificate, leaf tls.Ce
 			if err := n.serveDNS(&dns.Server{PacketConn: s.udp, Handler: &n.resolver}); err != nil {
 				return fmt.Errorf("serving DNS on udp %s: %w", s.addr, err)
 			}
-		case kindHTTP:
+		case kindHTTP, kindShared:
 			srv := servers[s.kind]
 			n.goServe(func() error { return srv.Serve(s.tcp) })
 		default:
@@ -315,6 +318,12 @@ func (n *Net) Queries(suffix string) int {
 // are copies.
 func (n *Net) Received(path string) []http.Header {
 	return n.received.get(path)
+}
+
+// Served returns how many requests the shared host answered as site
+// (CDNName or EvilName): a refused program's answer would count.
+func (n *Net) Served(site string) int {
+	return n.served.get(site)
 }
 
 // Hits returns how many TCP connections the servers accepted on addr

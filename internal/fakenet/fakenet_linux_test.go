@@ -244,6 +244,73 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
+func TestSharedHost(t *testing.T) {
+	n := start(t)
+	c := n.HTTPClient()
+	defer c.CloseIdleConnections()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(n.CAPEM)
+	tests := []struct {
+		name       string
+		addr       string // the shared host's port
+		sni, host  string // "": none
+		status     int
+		want, site string
+	}{
+		{"cdn.test over TLS", "203.0.113.15:443", "cdn.test", "cdn.test", 200, "site cdn.test on 203.0.113.15:443\n", CDNName},
+		{"evil.test over TLS", "203.0.113.15:443", "evil.test", "evil.test", 200, "site evil.test on 203.0.113.15:443\n", EvilName},
+		{"TLS without SNI", "203.0.113.15:443", "", "", 200, "site evil.test on 203.0.113.15:443\n", EvilName},
+		{"TLS without SNI, Host cdn.test", "203.0.113.15:443", "", "cdn.test", 200, "site cdn.test on 203.0.113.15:443\n", CDNName},
+		{"an SNI and another Host", "203.0.113.15:443", "cdn.test", "evil.test", 421, "misdirected: this connection is for cdn.test\n", ""},
+		{"HTTP for cdn.test", "203.0.113.15:80", "", "cdn.test:80", 200, "site cdn.test on 203.0.113.15:80\n", CDNName},
+		{"HTTP for evil.test", "203.0.113.15:80", "", "evil.test", 200, "site evil.test on 203.0.113.15:80\n", EvilName},
+		{"HTTP without Host", "203.0.113.15:80", "", "", 200, "site evil.test on 203.0.113.15:80\n", EvilName},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.Served(tc.site)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			conn, err := n.DialContext(ctx, "tcp", tc.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			if strings.HasSuffix(tc.addr, ":443") {
+				tc2 := tls.Client(conn, &tls.Config{ServerName: tc.sni, RootCAs: pool, InsecureSkipVerify: tc.sni == ""})
+				if err := tc2.Handshake(); err != nil {
+					t.Fatalf("TLS handshake: %v", err)
+				}
+				conn = tc2
+			}
+			req := "GET / HTTP/1.0\r\n\r\n"
+			if tc.host != "" {
+				req = "GET / HTTP/1.1\r\nHost: " + tc.host + "\r\nConnection: close\r\n\r\n"
+			}
+			io.WriteString(conn, req)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || string(body) != tc.want {
+				t.Errorf("answer = %d %q, want %d %q", resp.StatusCode, body, tc.status, tc.want)
+			}
+			if tc.site != "" && n.Served(tc.site) != before+1 {
+				t.Errorf("Served(%s) = %d, want %d", tc.site, n.Served(tc.site), before+1)
+			}
+		})
+	}
+	// Both names resolve to the shared address.
+	for _, name := range []string{CDNName, EvilName} {
+		if r := exchange(t, n, "udp", name, dns.TypeA); len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != CDNAddr {
+			t.Errorf("%s A = %v, want %s", name, r.Answer, CDNAddr)
+		}
+	}
+}
+
 func TestBadCert(t *testing.T) {
 	n := start(t)
 	c := n.HTTPClient()

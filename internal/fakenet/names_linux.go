@@ -23,6 +23,15 @@ const (
 	// client trusting the test CA accepts, and plain HTTP.
 	BadCertName = "badcert.test"
 	BadCertAddr = "203.0.113.14"
+	// CDNName and EvilName are two sites of one shared host (a CDN's
+	// address, a shared hosting server): TLS picks the site by its
+	// server name (SNI), HTTP by its Host, and a request that names
+	// neither gets the default site, EvilName's. A program allowed
+	// CDNName alone that gets an answer from EvilName has escaped its
+	// allowlist.
+	CDNName  = "cdn.test"
+	EvilName = "evil.test"
+	CDNAddr  = "203.0.113.15"
 	// LoopName resolves to loopback: a server there must never be hit.
 	LoopName = "loop.test"
 	LoopAddr = "127.0.0.1"
@@ -79,6 +88,8 @@ var hosts = []host{
 	{name: PyPIName, a: addrs(PyPIAddr)},
 	{name: NPMName, a: addrs(NPMAddr)},
 	{name: BadCertName, a: addrs(BadCertAddr)},
+	{name: CDNName, a: addrs(CDNAddr)},
+	{name: EvilName, a: addrs(CDNAddr)},
 	{name: LoopName, a: addrs(LoopAddr)},
 	{name: PrivateName, a: addrs(PrivateAddr)},
 	{name: MetaName, a: addrs(MetaAddr)},
@@ -115,6 +126,9 @@ const (
 	kindNPM
 	kindEcho
 	kindDNS
+	// kindShared is the shared host's HTTP and HTTPS (see CDNName).
+	kindShared
+	kindSharedTLS
 )
 
 var listeners = []listener{
@@ -129,6 +143,8 @@ var listeners = []listener{
 	{hostPort(NPMAddr, HTTPSPort), kindNPM},
 	{hostPort(BadCertAddr, HTTPPort), kindHTTP},
 	{hostPort(BadCertAddr, HTTPSPort), kindBadCert},
+	{hostPort(CDNAddr, HTTPPort), kindShared},
+	{hostPort(CDNAddr, HTTPSPort), kindSharedTLS},
 	{hostPort(LoopAddr, HTTPPort), kindHTTP},
 	{hostPort(LoopAddr, EchoPort), kindEcho},
 	{hostPort(PrivateAddr, HTTPPort), kindHTTP},
@@ -159,6 +175,12 @@ func linkAddrs() []netip.Addr {
 	}
 	add(netip.MustParseAddr(DNSAddr))
 	return out
+}
+
+// Addrs returns the addresses the fake internet's namespace holds: every
+// address of the zone but loopback's, and the DNS server's.
+func Addrs() []netip.Addr {
+	return linkAddrs()
 }
 
 func addrs(s ...string) []netip.Addr {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -21,6 +22,60 @@ func hello(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "hello from %s on %s\n", r.Host, local)
+}
+
+// sharedHandler serves the shared host's sites, cdn.test and evil.test,
+// as a CDN or a shared web server does: over TLS the server name (SNI)
+// picks the site and a Host that names another is answered 421; without
+// SNI, or over plain HTTP, the Host picks it; naming neither or an
+// unknown one gets the default site, evil.test. It counts each site's
+// answers in served.
+func sharedHandler(served *siteLog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		site := EvilName
+		switch {
+		case r.TLS != nil && r.TLS.ServerName != "":
+			site = strings.ToLower(r.TLS.ServerName)
+			if host != site {
+				http.Error(w, "misdirected: this connection is for "+site, http.StatusMisdirectedRequest)
+				return
+			}
+		case host == CDNName:
+			site = CDNName
+		}
+		local := "?"
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			local = a.String()
+		}
+		served.add(site)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "site %s on %s\n", site, local)
+	})
+}
+
+// siteLog counts the answers of the shared host's sites.
+type siteLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *siteLog) add(site string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	l.n[site]++
+}
+
+func (l *siteLog) get(site string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[site]
 }
 
 // hiddenHeaders are the request headers /headers does not echo: a program
