@@ -55,18 +55,33 @@ when a required check fails, 0 otherwise.`,
 }
 
 // doctor runs the checks, those that wait (on a binary's version, a
-// socket, a runsc probe) at the same time, and returns them in a fixed
-// order: as long as the slowest, not the sum.
+// socket, a runsc probe) at the same time, and returns them in the order
+// of docs/reference.md: as long as the slowest, not the sum.
 func doctor(c *cli.Context) []check {
+	cfg := daemon.FromEnv()
+	// The containerd boxer will use: explicit, the system's, or its private
+	// one (running, or started on first use).
+	address := c.String("address")
+	switch {
+	case address != "":
+	case cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress):
+		address = cfg.SystemAddress
+	case daemon.GetStatus(cfg).Running:
+		address = cfg.Address()
+	}
+	// The binary matters only when boxer has to start its own daemon.
+	external := address != "" && address != cfg.Address()
 	return inParallel(
 		func() []check { return []check{rootCheck(c)} },
 		func() []check { return []check{kernelCheck()} },
 		func() []check { return []check{cgroupsCheck()} },
-		func() []check { return containerdChecks(c) },
+		func() []check { return []check{containerdCheck(cfg, external)} },
+		func() []check { return []check{runcCheck(cfg, address, external)} },
 		runscChecks,
 		func() []check {
 			return []check{binaryCheck("debootstrap", true, "debootstrap", "--version", "apt-get install debootstrap (needed by 'boxer setup' and 'boxer image build')")}
 		},
+		func() []check { return socketChecks(c, address) },
 	)
 }
 
@@ -116,39 +131,18 @@ func cgroupsCheck() check {
 	return cg
 }
 
-// containerdChecks are the lines of the containerd boxer will use: its
-// binary, the runc it gives runc sandboxes, its socket and the presets'
-// images in it.
-func containerdChecks(c *cli.Context) []check {
-	cfg := daemon.FromEnv()
-	// The containerd boxer will use: explicit, the system's, or its private
-	// one (running, or started on first use).
-	address := c.String("address")
-	switch {
-	case address != "":
-	case cfg.SystemAddress != "" && daemon.Answers(cfg.SystemAddress):
-		address = cfg.SystemAddress
-	case daemon.GetStatus(cfg).Running:
-		address = cfg.Address()
+// containerdCheck is the line of the containerd binary boxer would start.
+func containerdCheck(cfg daemon.Config, external bool) check {
+	ctrd := check{name: "containerd", required: !external}
+	if bin, err := cfg.BinaryPath(); err != nil {
+		ctrd.detail = err.Error()
+		if external {
+			ctrd.detail = "no binary for a private daemon (not needed: an external containerd is in use)"
+		}
+	} else {
+		ctrd.ok, ctrd.detail = true, bin+" "+versionOf(bin, "--version")
 	}
-	// The binary matters only when boxer has to start its own daemon.
-	external := address != "" && address != cfg.Address()
-	return inParallel(
-		func() []check {
-			ctrd := check{name: "containerd", required: !external}
-			if bin, err := cfg.BinaryPath(); err != nil {
-				ctrd.detail = err.Error()
-				if external {
-					ctrd.detail = "no binary for a private daemon (not needed: an external containerd is in use)"
-				}
-			} else {
-				ctrd.ok, ctrd.detail = true, bin+" "+versionOf(bin, "--version")
-			}
-			return []check{ctrd}
-		},
-		func() []check { return []check{runcCheck(cfg, address, external)} },
-		func() []check { return socketChecks(c, address) },
-	)
+	return ctrd
 }
 
 // socketChecks are the lines of containerd's socket at address and of the
@@ -163,6 +157,10 @@ func socketChecks(c *cli.Context, address string) []check {
 		sock.detail = "not checked: only root may talk to containerd (see the root line)"
 	case address == "":
 		sock.detail = "no containerd answers yet: boxer starts its private one on first use ('boxer setup' or 'boxer containerd start')"
+	case !daemon.Answers(address):
+		// Said at once: containerd's client would wait out its deadline.
+		sock.required = true
+		sock.detail = fmt.Sprintf("%s does not answer: nothing listens there", address)
 	default:
 		ctx, cancel := context.WithTimeout(c.Context, 3*time.Second)
 		defer cancel()
