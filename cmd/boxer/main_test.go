@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,6 +118,16 @@ func TestUsageMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			wantLine(t, boxer(t, tc.args...), tc.want)
 		})
+	}
+}
+
+// TestHelpCommand: 'boxer help CMD' is 'boxer CMD --help'.
+func TestHelpCommand(t *testing.T) {
+	for _, args := range [][]string{{"help", "run"}, {"image", "help", "rm"}} {
+		r := boxer(t, args...)
+		if want := "boxer " + strings.Join(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "help" }), " ") + " - "; r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("%v: exit %d stdout %q stderr %q, want the help of %q", args, r.code, r.stdout, r.stderr, want)
+		}
 	}
 }
 

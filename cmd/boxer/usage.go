@@ -157,6 +157,13 @@ func unknownCommand(c *cli.Context) error {
 		return cli.ShowSubcommandHelp(c)
 	}
 	name := c.Args().First()
+	if name == "help" {
+		// 'boxer help run' as 'boxer run --help'.
+		if topic := c.Args().Get(1); topic != "" && c.Command != nil && findCommand(c.Command.Subcommands, topic) != nil {
+			return cli.ShowCommandHelp(c, topic)
+		}
+		return cli.ShowSubcommandHelp(c)
+	}
 	var cmds []*cli.Command
 	if c.Command != nil && len(c.Command.Subcommands) > 0 {
 		cmds = c.Command.Subcommands
