@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/boxer-dev/boxer/snapshots"
@@ -199,6 +202,90 @@ func TestImportOCILayout(t *testing.T) {
 		}
 	}
 	assertClean(t)
+}
+
+// TestImportNamesAndAliases: 'image import FILE --name REF' is read as
+// documented; an archive that names its image gets no name of boxer's
+// making; one of two names of an image is removed alone, even while a
+// sandbox uses the image, whose view stays; the image and its view go
+// with its last name (TestImageRmRefusedWhileInUse: not while in use).
+func TestImportNamesAndAliases(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	names := func() []string {
+		imgs, err := client.ImageService().List(ctx)
+		must(t, err)
+		var out []string
+		for _, img := range imgs {
+			out = append(out, img.Name)
+		}
+		return out
+	}
+	file := dockerArchive(t, buildHello(t), "hello-alias:1")
+	// The archive's name only.
+	if r := boxer(t, nil, "image", "import", file); r.code != 0 || r.stdout != "docker.io/library/hello-alias:1\n" {
+		t.Fatalf("import: exit %d stdout %q stderr %q, want the archive's name only", r.code, r.stdout, r.stderr)
+	}
+	// --name after FILE, as the usage writes it: a second name.
+	r := boxer(t, nil, "image", "import", file, "--name", "alias/hello:2")
+	if r.code != 0 || !strings.Contains(r.stdout, "alias/hello:2\n") {
+		t.Fatalf("import FILE --name: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, n := range names() {
+		if strings.HasPrefix(n, "import-") {
+			t.Errorf("an image named %s, for an archive that names its image", n)
+		}
+	}
+	if rm := boxer(t, nil, "image", "rm", "alias/hello:2"); rm.code != 0 || rm.stdout != "alias/hello:2\n" {
+		t.Errorf("rm of the second name: exit %d stdout %q stderr %q", rm.code, rm.stdout, rm.stderr)
+	}
+	if run := boxer(t, nil, "run", "--image", "hello-alias:1", "--", "/hello"); run.code != 0 || run.stdout != "hello 65534 /workspace true\n" {
+		t.Errorf("run after the second name went: exit %d stdout %q stderr %q", run.code, run.stdout, run.stderr)
+	}
+	img, err := client.ImageService().Get(ctx, "docker.io/library/hello-alias:1")
+	must(t, err)
+	view := "boxer-view-" + img.Target.Digest.Encoded()
+	sn := client.SnapshotService(snapshots.Snapshotter)
+	if _, err := sn.Stat(ctx, view); err != nil {
+		t.Fatalf("the image's view after a run: %v", err)
+	}
+	if rm := boxer(t, nil, "image", "rm", "hello-alias:1"); rm.code != 0 {
+		t.Errorf("rm of the last name: exit %d stderr %q", rm.code, rm.stderr)
+	}
+	if _, err := sn.Stat(ctx, view); !errdefs.IsNotFound(err) {
+		t.Errorf("the view after the image's last name went: %v, want not found", err)
+	}
+	if slices.ContainsFunc(names(), func(n string) bool { return strings.Contains(n, "hello") }) {
+		t.Errorf("images left: %q", names())
+	}
+
+	// A second name of an image in use: boxer/bash, exported and imported
+	// under another name.
+	bash, err := client.GetImage(ctx, "boxer/bash")
+	must(t, err)
+	oci := filepath.Join(t.TempDir(), "bash.tar")
+	f, err := os.Create(oci)
+	must(t, err)
+	must(t, client.Export(ctx, f, archive.WithImage(client.ImageService(), bash.Name()), archive.WithSkipNonDistributableBlobs()))
+	must(t, f.Close())
+	if r := boxer(t, nil, "image", "import", oci, "--name", "alias/bash:1"); r.code != 0 || !strings.Contains(r.stdout, "alias/bash:1") {
+		t.Fatalf("import: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--image", "boxer/bash", "--", "sleep", "30")
+	cmd.Env = testEnv
+	must(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		assertClean(t)
+	}()
+	waitForTask(t)
+	if rm := boxer(t, nil, "image", "rm", "alias/bash:1"); rm.code != 0 {
+		t.Errorf("rm of a second name of an image in use: exit %d stderr %q", rm.code, rm.stderr)
+	}
+	if _, err := sn.Stat(ctx, "boxer-view-"+bash.Target().Digest.Encoded()); err != nil {
+		t.Errorf("boxer/bash's view after its second name went: %v", err)
+	}
 }
 
 // TestPullFromLoopbackRegistry pushes boxer/bash to a registry this test

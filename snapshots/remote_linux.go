@@ -46,7 +46,8 @@ func Import(ctx context.Context, client *containerd.Client, file, name string, p
 
 // importOptions are what Import asks of containerd's importer: this
 // platform's images, blobs the archive leaves out skipped, and a name for
-// every manifest (name, if set).
+// every manifest: name, if set (as well as the archive's own), else the
+// archive's, else import-<digest> for one the archive leaves unnamed.
 func importOptions(name string) []containerd.ImportOpt {
 	opts := []containerd.ImportOpt{
 		containerd.WithImportPlatform(platforms.Default()),
@@ -65,6 +66,9 @@ func importOptions(name string) []containerd.ImportOpt {
 	}
 	if name != "" {
 		opts = append(opts, containerd.WithImageRefTranslator(func(string) string { return name }))
+	} else {
+		// A manifest the archive names needs no name of boxer's making.
+		opts = append(opts, containerd.WithSkipDigestRef(func(archiveName string) bool { return archiveName != "" }))
 	}
 	return opts
 }

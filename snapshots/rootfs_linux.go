@@ -226,8 +226,10 @@ func List(ctx context.Context, client *containerd.Client) ([]Image, error) {
 	return out, nil
 }
 
-// Remove deletes the image ref and its shared view; containerd's garbage
-// collector then frees the layers and snapshots nothing else uses.
+// Remove deletes the name ref. The image goes with its last name: then
+// its shared view is removed too, and containerd's garbage collector frees
+// the layers and snapshots nothing else uses. While another name holds the
+// same image, only ref goes, even if a sandbox uses the image.
 func Remove(ctx context.Context, client *containerd.Client, ref string) error {
 	is := client.ImageService()
 	img, err := is.Get(ctx, ref)
@@ -239,6 +241,23 @@ func Remove(ctx context.Context, client *containerd.Client, ref string) error {
 		return fmt.Errorf("%s: %w", ref, ErrImageNotFound)
 	} else if err != nil {
 		return fmt.Errorf("looking up image %s: %w", ref, err)
+	}
+	all, err := is.List(ctx)
+	if err != nil {
+		return fmt.Errorf("looking up other names of %s: %w", ref, err)
+	}
+	others := 0
+	for _, o := range all {
+		if o.Name != img.Name && o.Target.Digest == img.Target.Digest {
+			others++
+		}
+	}
+	if others > 0 {
+		// The view is keyed by the digest, which another name keeps.
+		if err := is.Delete(ctx, ref); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("removing name %s: %w", ref, err)
+		}
+		return nil
 	}
 	// A running sandbox's root is this image's view: removing it would let
 	// the garbage collector take the layer from under the sandbox.

@@ -103,7 +103,7 @@ func checkArgs(app *cli.App, args []string, strict bool) error {
 			if err != nil {
 				return err
 			}
-			if f != nil && !strings.Contains(a, "=") && takesValue(f) {
+			if f != nil && !strings.Contains(a, "=") && takesValue(flags, a) {
 				i++
 			}
 			continue
@@ -130,15 +130,6 @@ func checkArgs(app *cli.App, args []string, strict bool) error {
 	return nil
 }
 
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
-	for _, c := range cmds {
-		if c.HasName(name) {
-			return c
-		}
-	}
-	return nil
-}
-
 // findFlag returns the flag arg names, nil for --help and --version.
 func findFlag(flags []cli.Flag, arg string, cmd *cli.Command) (cli.Flag, error) {
 	name := strings.TrimLeft(arg, "-")
@@ -146,21 +137,12 @@ func findFlag(flags []cli.Flag, arg string, cmd *cli.Command) (cli.Flag, error) 
 	if name == "help" || name == "h" || cmd == nil && (name == "version" || name == "v") {
 		return nil, nil
 	}
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return f, nil
-			}
-		}
+	if f := lookupFlag(flags, name); f != nil {
+		return f, nil
 	}
 	where := "boxer"
 	if cmd != nil {
 		where = "boxer " + cmd.FullName()
 	}
 	return nil, fmt.Errorf("%s has no flag %s", where, arg)
-}
-
-func takesValue(f cli.Flag) bool {
-	d, ok := f.(cli.DocGenerationFlag)
-	return ok && d.TakesValue()
 }

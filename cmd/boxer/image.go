@@ -2,9 +2,7 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"regexp"
@@ -28,7 +26,7 @@ const (
 func imageCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "image",
-		Usage:        "build, list and remove images",
+		Usage:        "build, import, pull, list and remove images",
 		OnUsageError: usageError,
 		Subcommands:  []*cli.Command{imageBuildCommand(), imageImportCommand(), imagePullCommand(), imageLsCommand(), imageRmCommand()},
 	}
@@ -43,9 +41,13 @@ func debianFlags() []cli.Flag {
 
 func imageBuildCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "build",
-		Usage:        "build a minimal Debian image with debootstrap",
-		ArgsUsage:    "NAME",
+		Name:      "build",
+		Usage:     "build a minimal Debian image with debootstrap",
+		ArgsUsage: "NAME",
+		Description: `Stored as boxer/NAME when NAME has no slash. A build with the same inputs
+(packages, suite, mirror) as an earlier one returns at once.
+
+  boxer image build mypy --packages python3,python3-requests`,
 		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "packages", Usage: "comma-separated Debian packages, e.g. python3,tzdata"},
@@ -53,19 +55,6 @@ func imageBuildCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			packages, suite, mirror := c.String("packages"), c.String("suite"), c.String("mirror")
 			args := c.Args().Slice()
-			if len(args) > 1 {
-				// urfave/cli stops at the first argument; the documented
-				// form puts the flags after NAME, so parse what follows it here.
-				fs := flag.NewFlagSet("image build", flag.ContinueOnError)
-				fs.SetOutput(io.Discard)
-				fs.StringVar(&packages, "packages", packages, "")
-				fs.StringVar(&suite, "suite", suite, "")
-				fs.StringVar(&mirror, "mirror", mirror, "")
-				if err := fs.Parse(args[1:]); err != nil {
-					return fail("image build: %v", err)
-				}
-				args = append(args[:1], fs.Args()...)
-			}
 			if len(args) != 1 {
 				return fail("image build needs exactly one NAME, e.g. 'boxer image build mypy --packages python3'")
 			}
@@ -138,7 +127,7 @@ func validPackages(pkgs []string) error {
 func imageLsCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "ls",
-		Usage:        "list images",
+		Usage:        "list images: name, digest, size, creation time",
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
 			r, err := connect(c, os.Stderr, false)
@@ -162,9 +151,12 @@ func imageLsCommand() *cli.Command {
 
 func imageRmCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "rm",
-		Usage:        "remove images",
-		ArgsUsage:    "REF...",
+		Name:      "rm",
+		Usage:     "remove images",
+		ArgsUsage: "REF...",
+		Description: `Removes each name. The image itself goes with its last name: removing one of
+several names of an image only removes that name. The last name of an
+image that a running sandbox uses is refused.`,
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -191,12 +183,15 @@ func imageRmCommand() *cli.Command {
 
 func imageImportCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "import",
-		Usage:        "import an OCI layout tar or a docker-archive tar ('docker save')",
-		ArgsUsage:    "FILE",
+		Name:      "import",
+		Usage:     "import an OCI layout tar or a docker-archive tar ('docker save')",
+		ArgsUsage: "FILE",
+		Description: `Prints the names it imported: those the archive gives its images, and REF
+if --name is given. An image the archive leaves unnamed, without --name, is
+named import-<12 hex digits of its manifest digest>.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "name", Usage: "`REF` for an image the archive does not name"},
+			&cli.StringFlag{Name: "name", Usage: "name the imported image `REF` (too)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -228,6 +223,7 @@ func imagePullCommand() *cli.Command {
 		Name:         "pull",
 		Usage:        "pull an image from a registry",
 		ArgsUsage:    "REF",
+		Description:  `Short names resolve as docker's do: python:3 is docker.io/library/python:3.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "plain-http", Usage: "talk HTTP, not HTTPS, to the registry"},

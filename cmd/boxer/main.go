@@ -45,7 +45,7 @@ func run(args []string) int {
 		cancel()
 	}()
 	app := newApp()
-	err := app.RunContext(ctx, args)
+	err := app.RunContext(ctx, flagsFirst(app, args))
 	if err == nil {
 		return 0
 	}
@@ -55,7 +55,10 @@ func run(args []string) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
+		switch {
+		case ee.bare:
+			fmt.Fprintln(os.Stderr, oneLine(ee.msg))
+		case ee.msg != "":
 			fmt.Fprintln(os.Stderr, "boxer: "+oneLine(ee.msg))
 		}
 		return ee.code
@@ -65,9 +68,22 @@ func run(args []string) int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
-		Name:                      "boxer",
-		Usage:                     "run untrusted code in a fresh, hardened sandbox on containerd",
+	app := &cli.App{
+		Name:  "boxer",
+		Usage: "run untrusted code in a fresh, hardened sandbox on containerd",
+		Description: `Each program runs in a sandbox of its own (runc, or gVisor with --runtime runsc):
+no network unless --allow-host opens it, no capabilities, a seccomp allowlist,
+a read-only root, and memory, CPU, process, disk and time limits. Four ways in:
+
+  boxer run            one program, one fresh sandbox, removed after it
+  boxer session        a sandbox that lives across calls, its state and files kept
+  boxer serve          the same over HTTP: runs (POST /v1/runs) and sessions (/v1/sessions)
+  boxer mcp            the same as MCP tools on stdio: run_code, list_languages,
+                       create_session, close_session
+
+boxer must run as root. First 'sudo boxer setup' (containerd and the images),
+then 'sudo boxer run --lang python -c "print(1)"'. 'boxer doctor' checks the host.
+'boxer COMMAND --help' tells more; docs/reference.md and docs/http.md tell all.`,
 		Version:                   version,
 		HideHelpCommand:           true,
 		DisableSliceFlagSeparator: true,
@@ -101,6 +117,31 @@ func newApp() *cli.App {
 			mcpCommand(),
 			standbyCommand(),
 		},
+		Action: unknownCommand,
+	}
+	prepare(app.Commands)
+	return app
+}
+
+// prepare gives every command boxer's usage errors, every command with
+// subcommands a word for one it lacks, and every command that acts the
+// root check (doctor checks for root itself).
+func prepare(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = usageError
+		}
+		// 'boxer image help' would only say what --help says.
+		c.HideHelpCommand = true
+		switch {
+		case len(c.Subcommands) > 0:
+			if c.Action == nil {
+				c.Action = unknownCommand
+			}
+			prepare(c.Subcommands)
+		case c.Action != nil && c.Name != "doctor":
+			c.Action = asRoot(c.Action)
+		}
 	}
 }
 
@@ -113,11 +154,6 @@ func interruptedCode() int {
 		return 128 + int(s)
 	}
 	return 130
-}
-
-// usageError turns urfave/cli's usage errors into boxer's one-line, exit-125 errors.
-func usageError(c *cli.Context, err error, _ bool) error {
-	return &exitError{code: runner.ExitBoxer, msg: err.Error() + " (see '" + commandPath(c) + " --help')"}
 }
 
 // commandPath is the command c runs, as typed: "boxer session create".
@@ -133,12 +169,19 @@ func commandPath(c *cli.Context) string {
 	return strings.Join(names, " ")
 }
 
+// subcommand is the command c runs, without "boxer": "session create".
+func subcommand(c *cli.Context) string {
+	return strings.TrimPrefix(commandPath(c), c.App.Name+" ")
+}
+
 // exitError carries an exit code and an optional one-line message to main,
 // and the error it says, if any.
 type exitError struct {
 	code int
 	msg  string
 	err  error
+	// bare: msg is the whole line, without "boxer: " before it.
+	bare bool
 }
 
 func (e *exitError) Error() string { return e.msg }

@@ -14,8 +14,13 @@ import (
 
 func mcpCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "mcp",
-		Usage:        "speak the Model Context Protocol on stdio: tools run_code and list_languages",
+		Name:  "mcp",
+		Usage: "speak the Model Context Protocol on stdio: tools run_code, list_languages, create_session and close_session",
+		Description: `For an MCP host (an agent): run_code runs code in a fresh sandbox, or in a
+session when given its session_id; create_session makes a session (state and
+files kept across run_code calls), close_session ends it; list_languages
+lists the presets. A client's sessions end when it disconnects. Calls are
+capped by the --max-* flags (docs/http.md: boxer mcp).`,
 		OnUsageError: usageError,
 		// An agent calls its tools one at a time: one pre-created sandbox
 		// makes each call's wait a fraction of a cold start.
@@ -27,14 +32,14 @@ func mcpCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
-			if max.MemoryBytes, err = runner.ParseSize(c.String("max-memory")); err != nil {
-				return fail("--max-memory: %v", err)
+			if max.MemoryBytes, err = sizeFlag(c, "max-memory"); err != nil {
+				return err
 			}
-			if max.NetBytes, err = runner.ParseSize(c.String("max-net-bytes")); err != nil {
-				return fail("--max-net-bytes: %v", err)
+			if max.NetBytes, err = sizeFlag(c, "max-net-bytes"); err != nil {
+				return err
 			}
-			if max.ReturnBytes, err = runner.ParseSize(c.String("max-return-bytes")); err != nil {
-				return fail("--max-return-bytes: %v", err)
+			if max.ReturnBytes, err = sizeFlag(c, "max-return-bytes"); err != nil {
+				return err
 			}
 			if max.AllowHosts, err = operatorAllowlist(c); err != nil {
 				return err

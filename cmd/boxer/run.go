@@ -22,9 +22,18 @@ const maxCode = 16 << 20
 
 func runCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "run",
-		Usage:        "run code in a fresh sandbox",
-		ArgsUsage:    "[-- COMMAND [ARG...]]",
+		Name:      "run",
+		Usage:     "run code in a fresh sandbox",
+		ArgsUsage: "[-- COMMAND [ARG...]]",
+		Description: `Runs the code of -c, -f or stdin with a language preset (--lang), or a
+command of an image after -- (--image), in a sandbox made for it and removed
+after it. boxer exits with the program's exit code: 124 on --timeout, 137 when
+out of --memory, 125 when boxer could not run it (one line on stderr says
+why). --json prints the result object instead of the output.
+
+  boxer run --lang python -c 'print(1)'
+  boxer run --lang bash --timeout 5s --memory 64m -f script.sh
+  boxer run --image boxer/python -- python3 -c 'print(2)'`,
 		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "lang", Aliases: []string{"l"}, Usage: "language preset: " + strings.Join(runner.PresetNames(), ", ")},
@@ -130,15 +139,7 @@ func noteResult(w io.Writer, res runner.Result, req runner.Request) {
 		fmt.Fprintf(w, "boxer: %s\n", oneLine(res.Error))
 	}
 	if req.CopyOut != "" {
-		var total int64
-		for _, f := range res.FilesOut {
-			total += f.Size
-		}
-		fmt.Fprintf(w, "boxer: copied %d files (%d bytes) from /workspace to %s", len(res.FilesOut), total, req.CopyOut)
-		if res.FilesSkipped > 0 {
-			fmt.Fprintf(w, "; skipped %d (symlinks, special files, over --tmp-size)", res.FilesSkipped)
-		}
-		fmt.Fprintln(w)
+		noteCopied(w, res.FilesOut, "from /workspace to "+req.CopyOut, res.FilesSkipped, "over --tmp-size")
 	}
 	if n := res.Network; n != nil {
 		noteNetwork(w, n)
@@ -149,6 +150,28 @@ func noteResult(w io.Writer, res runner.Result, req runner.Request) {
 	if res.StderrTruncated {
 		fmt.Fprintf(w, "boxer: stderr truncated to %d bytes (--output-limit)\n", req.OutputLimit)
 	}
+}
+
+// noteCopied says how many files (and bytes) were copied where, and how
+// many were skipped, and why beyond symlinks and special files.
+func noteCopied(w io.Writer, files []runner.File, where string, skipped int, over string) {
+	var total int64
+	for _, f := range files {
+		total += f.Size
+	}
+	fmt.Fprintf(w, "boxer: copied %s (%s) %s", count(int64(len(files)), "file"), count(total, "byte"), where)
+	if skipped > 0 {
+		fmt.Fprintf(w, "; skipped %d (symlinks, special files, %s)", skipped, over)
+	}
+	fmt.Fprintln(w)
+}
+
+// count writes n things: "1 file", "2 files".
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // noteNetwork tells what a run with --allow-host did on the network, when
@@ -220,6 +243,9 @@ func sandboxFromFlags(c *cli.Context) (runner.Request, error) {
 		v := c.String(cliName(s.field))
 		if v == "" {
 			continue // not a flag of this command
+		}
+		if err := bareSize(cliName(s.field), v); err != nil {
+			return req, err
 		}
 		if *s.dst, err = runner.ParseSizeLimit(s.field, v); err != nil {
 			return req, err

@@ -7,9 +7,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/boxer-dev/boxer/runner"
@@ -20,8 +23,14 @@ import (
 func serveCommand() *cli.Command {
 	cpus := runtime.NumCPU()
 	cmd := &cli.Command{
-		Name:         "serve",
-		Usage:        "serve POST /v1/runs, /healthz and /metrics over HTTP",
+		Name:  "serve",
+		Usage: "serve runs and sessions over HTTP: POST /v1/runs, /v1/sessions (their runs and files), GET /healthz, /metrics, /v1/openapi.json",
+		Description: `The HTTP API of docs/http.md: POST /v1/runs runs code in a fresh sandbox;
+POST /v1/sessions makes a session, POST /v1/sessions/ID/runs runs code in it,
+PUT and GET /v1/sessions/ID/files/PATH move its files, DELETE ends it.
+Requests are capped by the --max-* flags; a listen address other than
+loopback needs --token-file. SIGTERM lets runs in flight finish
+(--shutdown-grace).`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to listen on; a non-loopback address needs --token-file"},
@@ -73,8 +82,8 @@ func serveAction(c *cli.Context) error {
 		flag string
 		dst  *int64
 	}{{"max-body", &cfg.MaxBody}, {"max-memory", &cfg.Max.MemoryBytes}, {"max-tmp-size", &cfg.Max.TmpBytes}, {"max-output-limit", &cfg.Max.OutputLimit}, {"max-net-bytes", &cfg.Max.NetBytes}, {"max-return-bytes", &cfg.Max.ReturnBytes}} {
-		if *s.dst, err = runner.ParseSize(c.String(s.flag)); err != nil {
-			return fail("--%s: %v", s.flag, err)
+		if *s.dst, err = sizeFlag(c, s.flag); err != nil {
+			return err
 		}
 	}
 	if cfg.Max.AllowHosts, err = operatorAllowlist(c); err != nil {
@@ -108,13 +117,20 @@ func serveAction(c *cli.Context) error {
 		return fail("refusing to listen on %s without --token-file: anyone who can reach it could run code on this host", listen)
 	}
 	if p := c.String("audit-log"); p != "" {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := openAuditLog(p)
 		if err != nil {
-			return fail("--audit-log: %v", err)
+			return err
 		}
 		defer f.Close()
 		cfg.Audit = f
 	}
+	// The port first: one in use is said at once, not after the set-up
+	// of containerd, the pool and the secrets.
+	ln, err := listenOn(listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 
 	shims, err := shimOptions(c)
 	if err != nil {
@@ -129,10 +145,6 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fail("listening on %s: %v", listen, err)
-	}
 	srv := server.New(r, cfg)
 	hs := &http.Server{
 		Handler:           srv.Handler(),
@@ -179,6 +191,57 @@ func serveAction(c *cli.Context) error {
 	}
 	fmt.Fprintln(os.Stderr, "boxer: stopped")
 	return nil
+}
+
+// openAuditLog opens the audit log for appending, making its directory
+// (0700: the log names callers and code) if it is missing, as on a fresh
+// host for /var/log/boxer/audit.jsonl.
+func openAuditLog(p string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, fail("--audit-log %s: %v", p, err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fail("--audit-log: %v", err)
+	}
+	return f, nil
+}
+
+// listenOn listens on addr; an address in use is one line naming a port
+// that is free now.
+func listenOn(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		if free := freePortNear(addr); free != "" {
+			return nil, fail("listen %s: address is in use: pick another with --listen %s", addr, free)
+		}
+		return nil, fail("listen %s: address is in use: pick another with --listen HOST:PORT", addr)
+	}
+	if err != nil {
+		return nil, fail("listening on %s: %v", addr, err)
+	}
+	return ln, nil
+}
+
+// freePortNear is addr with the first of the next few ports that can be
+// listened on now, or "".
+func freePortNear(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p == 0 {
+		return ""
+	}
+	for next := p + 1; next <= p+20 && next < 65536; next++ {
+		try := net.JoinHostPort(host, strconv.Itoa(next))
+		if ln, err := net.Listen("tcp", try); err == nil {
+			ln.Close()
+			return try
+		}
+	}
+	return ""
 }
 
 // loopback reports whether addr listens on loopback only.

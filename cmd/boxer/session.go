@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -24,7 +22,19 @@ const localCaller = "local"
 func sessionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "session",
-		Usage: "sandboxes that live across calls (docs/reference.md: Sessions)",
+		Usage: "sandboxes that live across calls: create, run code in, copy files in and out, list, remove",
+		Description: `A session is a sandbox that stays up between calls, with a run's hardening and
+limits. For python and python-data each call runs in the same interpreter
+(variables and imports persist, like a notebook); for every language the files
+in /workspace persist. It ends after --idle-timeout without a call, at its
+--lifetime, or with 'boxer session rm'. Any boxer process on the host (and
+'boxer serve') may use it, one call at a time.
+
+  S=$(boxer session create --lang python)
+  boxer session run $S -c 'x = 41'
+  boxer session run $S -c 'print(x + 1)'
+  boxer session cp data.csv $S:in/data.csv
+  boxer session rm $S`,
 		Subcommands: []*cli.Command{
 			sessionCreateCommand(),
 			sessionRunCommand(),
@@ -38,12 +48,26 @@ func sessionCommand() *cli.Command {
 // sessionCreateFlags are run's sandbox flags, without what only a run has
 // (code, copy-out, network, secrets), and the session's own.
 func sessionCreateFlags() []cli.Flag {
-	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "allow-host", "net-bytes", "json"}
+	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "allow-host", "net-bytes", "json", "no-standby"}
 	var flags []cli.Flag
 	for _, f := range runCommand().Flags {
 		name := f.Names()[0]
 		if slices.Contains(skip, name) || strings.HasPrefix(name, "secret") || name == "inject" {
 			continue
+		}
+		// run's words for a run; a session's are about its calls.
+		switch f := f.(type) {
+		case *cli.DurationFlag:
+			if name == "timeout" {
+				f.Usage = "each call's wall clock limit, unless the call gives its own"
+			}
+		case *cli.StringFlag:
+			switch name {
+			case "output-limit":
+				f.Usage = "bytes kept per stream of each call, unless the call gives its own; the rest is dropped"
+			case "copy-in":
+				f.Usage = "copy host directory `DIR` into /workspace when the session starts"
+			}
 		}
 		flags = append(flags, f)
 	}
@@ -56,11 +80,16 @@ func sessionCreateFlags() []cli.Flag {
 
 func sessionCreateCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "create",
-		Usage:        "make a session and print its ID (--timeout and --output-limit are each call's defaults)",
+		Name:  "create",
+		Usage: "make a session and print its ID (--timeout and --output-limit are each call's defaults)",
+		Description: `Takes run's sandbox flags, but no code: code runs in the session with
+'boxer session run ID'. --lang is required.`,
 		OnUsageError: usageError,
 		Flags:        sessionCreateFlags(),
 		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
 			req, err := sandboxFromFlags(c)
 			if err != nil {
 				return requestError(err)
@@ -87,16 +116,18 @@ func sessionCreateCommand() *cli.Command {
 
 func sessionRunCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "run",
-		Usage:        "run code in a session: its interpreter keeps state between calls (python, python-data), its /workspace keeps files",
+		Name:  "run",
+		Usage: "run code in a session: its interpreter keeps state between calls (python, python-data), its /workspace keeps files",
+		Description: `The code comes from -c, -f or stdin. The output is printed as it comes, and
+boxer exits with the call's exit code; --json prints the result object.`,
 		ArgsUsage:    "ID",
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "code", Aliases: []string{"c"}, Usage: "the call's code"},
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the call's code from `FILE`"},
 			&cli.StringFlag{Name: "stdin-file", Usage: "feed `FILE` to the call's stdin (default: empty)"},
-			&cli.DurationFlag{Name: "timeout", Usage: "this call's wall clock limit (default: the session's)"},
-			&cli.StringFlag{Name: "output-limit", Usage: "bytes kept per stream for this call (default: the session's)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "this call's wall clock limit, e.g. 30s", DefaultText: "the session's"},
+			&cli.StringFlag{Name: "output-limit", Usage: "bytes kept per stream for this call, e.g. 1m", DefaultText: "the session's"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON result object on stdout"},
 		},
 		Action: sessionRunAction,
@@ -104,10 +135,6 @@ func sessionRunCommand() *cli.Command {
 }
 
 func sessionRunAction(c *cli.Context) error {
-	c, err := flagsAfterID(c)
-	if err != nil {
-		return err
-	}
 	id, err := oneArg(c, "ID")
 	if err != nil {
 		return err
@@ -215,15 +242,7 @@ func sessionCpCommand() *cli.Command {
 			case err != nil:
 				return requestError(err)
 			}
-			var total int64
-			for _, f := range files {
-				total += f.Size
-			}
-			fmt.Fprintf(os.Stderr, "boxer: copied %d files (%d bytes) to %s", len(files), total, dst)
-			if skipped > 0 {
-				fmt.Fprintf(os.Stderr, "; skipped %d (symlinks, special files, over the workspace's size)", skipped)
-			}
-			fmt.Fprintln(os.Stderr)
+			noteCopied(os.Stderr, files, "to "+dst, skipped, "over the workspace's size")
 			return nil
 		},
 	}
@@ -247,7 +266,7 @@ func sessionPath(arg string) (id, p string, in bool) {
 func sessionLsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "ls",
-		Usage: "list the live sessions",
+		Usage: "list the live sessions: ID, language, runtime, age, idle time, time left",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
 		Action: func(c *cli.Context) error {
 			r, err := connect(c, os.Stderr, true)
@@ -302,46 +321,23 @@ func sessionRmCommand() *cli.Command {
 	}
 }
 
-// flagsAfterID lets flags follow the ID ('session run ID -c CODE'), as
-// the usage says: the cli package stops at the first argument.
-func flagsAfterID(c *cli.Context) (*cli.Context, error) {
-	if c.NArg() < 2 || strings.HasPrefix(c.Args().First(), "-") {
-		return c, nil
+// noArgs refuses words after 'session create': its sandbox is shaped by
+// flags, and a language named bare is the likeliest slip.
+func noArgs(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return nil
 	}
-	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
-	set.SetOutput(io.Discard)
-	for _, f := range c.Command.Flags {
-		if err := f.Apply(set); err != nil {
-			return nil, err
-		}
+	first := c.Args().First()
+	if _, err := runner.LookupPreset(first); err == nil {
+		return fail("%s takes no arguments: use --lang %s", subcommand(c), first)
 	}
-	args := append([]string{}, c.Args().Tail()...)
-	for _, name := range c.LocalFlagNames() {
-		args = append(args, "--"+name+"="+fmt.Sprint(c.Value(name)))
-	}
-	if err := set.Parse(append(args, c.Args().First())); err != nil {
-		return nil, usageError(c, err, true)
-	}
-	// What the cli package does after parsing: an alias given sets the
-	// flag's every name.
-	set.Visit(func(given *flag.Flag) {
-		for _, f := range c.Command.Flags {
-			if names := f.Names(); slices.Contains(names, given.Name) {
-				for _, n := range names {
-					_ = set.Set(n, given.Value.String())
-				}
-			}
-		}
-	})
-	nc := cli.NewContext(c.App, set, c.Lineage()[1])
-	nc.Command = c.Command
-	return nc, nil
+	return fail("%s takes no arguments, only flags, e.g. --lang python (see '%s --help')", subcommand(c), commandPath(c))
 }
 
 // oneArg is a command's single argument.
 func oneArg(c *cli.Context, name string) (string, error) {
 	if c.NArg() != 1 {
-		return "", fail("%s needs one argument, %s (see 'boxer %s --help')", c.Command.FullName(), name, c.Command.FullName())
+		return "", fail("%s needs one argument, %s (see '%s --help')", subcommand(c), name, commandPath(c))
 	}
 	return c.Args().First(), nil
 }
