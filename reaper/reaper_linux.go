@@ -147,7 +147,7 @@ func (cfg Config) reap(ctx context.Context) {
 // SessionEnd), and a session a live process removes is left to it.
 func (cfg Config) sessionEnd(ctx context.Context, c containerd.Container, labels map[string]string) string {
 	end := func(labels map[string]string) string {
-		return SessionEnd(labels, LastUsed(labels, filepath.Join(cfg.Runs, c.ID())), time.Now(), func() bool { return taskRunning(ctx, c) })
+		return SessionEnd(labels, LastUsed(labels, filepath.Join(cfg.Runs, c.ID())), time.Now(), func() bool { return TaskRunning(ctx, c) })
 	}
 	if end(labels) == "" {
 		return ""
@@ -273,8 +273,8 @@ func (cfg Config) reapLocks(ctx context.Context) {
 	}
 }
 
-// taskRunning says whether c's task runs.
-func taskRunning(ctx context.Context, c containerd.Container) bool {
+// TaskRunning says whether c's task runs.
+func TaskRunning(ctx context.Context, c containerd.Container) bool {
 	task, err := c.Task(ctx, nil)
 	if err != nil {
 		return false

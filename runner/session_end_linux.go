@@ -50,24 +50,14 @@ func (r *Runner) expire(ctx context.Context, c containerd.Container, info contai
 func (r *Runner) verdict(ctx context.Context, c containerd.Container, labels map[string]string, ask bool) string {
 	var runs func() bool
 	if ask {
-		runs = func() bool { return running(ctx, c) }
+		runs = func() bool { return reaper.TaskRunning(ctx, c) }
 	}
 	used := reaper.LastUsed(labels, filepath.Join(r.runsDir, c.ID()))
 	reason := reaper.SessionEnd(labels, used, time.Now(), runs)
-	if reason == "" && ask && labels[reaper.LabelOwner] == r.owner && labels[reaper.LabelSessionMade] != "" && !running(ctx, c) {
+	if reason == "" && ask && labels[reaper.LabelOwner] == r.owner && labels[reaper.LabelSessionMade] != "" && !reaper.TaskRunning(ctx, c) {
 		reason = reaper.EndExited
 	}
 	return reason
-}
-
-// running says whether c's task runs.
-func running(ctx context.Context, c containerd.Container) bool {
-	task, err := c.Task(ctx, nil)
-	if err != nil {
-		return false
-	}
-	st, err := task.Status(ctx)
-	return err == nil && st.Status == containerd.Running
 }
 
 // endSession removes a session's sandbox and returns a SessionEndedError
@@ -156,23 +146,11 @@ func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []End
 func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 	reason := ""
 	task, err := s.loadTask(ctx)
-	if err == nil {
-		var st containerd.Status
-		if st, err = task.Status(ctx); err == nil && st.Status != containerd.Running {
-			err = errors.New("not running")
-		}
-	}
-	if err != nil {
+	if err != nil || !processRunning(ctx, task) {
 		reason = reaper.EndExited
 	} else if interpreted(s.rec.Request.Lang) {
 		driver, err := task.LoadProcess(ctx, driverExecID, nil)
-		if err == nil {
-			var st containerd.Status
-			if st, err = driver.Status(ctx); err == nil && st.Status != containerd.Running {
-				err = errors.New("exited")
-			}
-		}
-		if err != nil {
+		if err != nil || !processRunning(ctx, driver) {
 			reason = reaper.EndInterpreter
 		}
 	}
@@ -180,4 +158,10 @@ func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 		_ = r.endSession(ctx, s.c, reason)
 	}
 	return reason
+}
+
+// processRunning says whether p (a task or an exec'd process) runs.
+func processRunning(ctx context.Context, p containerd.Process) bool {
+	st, err := p.Status(ctx)
+	return err == nil && st.Status == containerd.Running
 }
