@@ -645,6 +645,97 @@ func TestTransparentNoSNI(t *testing.T) {
 	}
 }
 
+func TestTransparentHTTPNoHost(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	const noHost = "GET / HTTP/1.0\r\n\r\n"
+	tests := []struct {
+		name    string
+		cfg     Config
+		entries []string
+		request string
+		want    string // the body served; "" when refused
+		reason  string
+	}{
+		{"no Host, a name entry", Config{}, []string{"example.com:80"}, noHost, "", reasonNoHost},
+		{"an address as Host, a name entry", Config{}, []string{"example.com:80"}, "GET / HTTP/1.1\r\nHost: 203.0.113.10\r\n\r\n", "", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+		{"an address and port as Host", Config{}, []string{"example.com:80"}, "GET / HTTP/1.1\r\nHost: 203.0.113.10:80\r\n\r\n", "", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+		{"an address in absolute form", Config{}, []string{"example.com:80"}, "GET http://203.0.113.10/ HTTP/1.1\r\nHost: example.com\r\n\r\n", "", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+		{"an allowed name in absolute form", Config{}, []string{"example.com:80"}, "GET http://example.com/ HTTP/1.0\r\n\r\n", "hello from example.com", ""},
+		{"no Host, the operator allows it", Config{AllowNoSNI: true}, []string{"example.com:80"}, noHost, "hello from 203.0.113.10:80", ""},
+		{"no Host, an address entry", Config{}, []string{"203.0.113.10:80"}, noHost, "hello from 203.0.113.10:80", ""},
+		{"an address as Host, a CIDR entry", Config{}, []string{"203.0.113.0/24:80"}, "GET / HTTP/1.1\r\nHost: 203.0.113.10\r\nConnection: close\r\n\r\n", "hello from 203.0.113.10", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := w.gateway(t, tc.cfg, tc.entries...)
+			if tc.entries[0] == "example.com:80" {
+				g.resolve("example.com")
+			}
+			c := g.dial("203.0.113.10:80")
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, tc.request)
+			if tc.want == "" {
+				if !refused(t, c) {
+					t.Fatal("the request was served, want it refused")
+				}
+				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), "203.0.113.10:80", tc.reason) })
+				if r := g.Close(); r.BytesOut != 0 {
+					t.Errorf("%d bytes sent upstream, want none", r.BytesOut)
+				}
+				return
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != tc.want {
+				t.Errorf("answer = %d %q, want 200 %q", resp.StatusCode, body, tc.want)
+			}
+			if r := g.Report(); len(r.Denied) != 0 {
+				t.Errorf("denied %v, want nothing", r.Denied)
+			}
+		})
+	}
+	// On a kept-alive connection, each request needs a Host of its own.
+	for _, next := range []struct{ request, reason string }{
+		{"GET / HTTP/1.1\r\n\r\n", reasonNoHost},
+		{noHost, reasonNoHost},
+		{"GET / HTTP/1.1\r\nHost: 203.0.113.10\r\n\r\n", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+	} {
+		g := w.gateway(t, Config{}, "example.com:80")
+		g.resolve("example.com")
+		c := g.dial("203.0.113.10:80")
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(c)
+		var got []string
+		for _, req := range []string{"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", next.request} {
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("reading the answer to %q: %v", req, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got = append(got, fmt.Sprintf("%d %s", resp.StatusCode, body))
+		}
+		want := []string{"200 hello from example.com", "403 boxer: 203.0.113.10:80 refused: " + next.reason + "\n"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("example.com, then %q on one connection = %q, want %q", next.request, got, want)
+		}
+		if !refused(t, c) {
+			t.Error("the connection stayed open after a refused request")
+		}
+		c.Close()
+		if r := g.Close(); !hasDenial(r, "203.0.113.10:80", next.reason) {
+			t.Errorf("report = %+v, want 203.0.113.10:80 refused: %s", r, next.reason)
+		}
+	}
+}
+
 func TestTunnelServerName(t *testing.T) {
 	checkGoroutines(t)
 	w := newWorld(t)

@@ -13,11 +13,12 @@ import (
 )
 
 // sniff reads the first bytes of a transparent connection and returns the
-// name they ask for (TLS SNI or HTTP Host; "" if none), what they are
-// (kindTLS, kindHTTP, kindOther) and the bytes read. reason is set when
-// the bytes claim a name that cannot be read: without it, a slow or broken
-// ClientHello would pass unchecked.
-func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason string) {
+// name they ask for (TLS SNI or HTTP Host; "" if none or an address), the
+// HTTP Host as sent ("" if none), what they are (kindTLS, kindHTTP,
+// kindOther) and the bytes read. reason is set when the bytes claim a name
+// that cannot be read: without it, a slow or broken ClientHello would pass
+// unchecked.
+func (p *proxy) sniff(c net.Conn) (name, host string, kind int, peeked []byte, reason string) {
 	c.SetReadDeadline(time.Now().Add(p.peek))
 	defer c.SetReadDeadline(time.Time{})
 	rec := &recorder{Conn: c}
@@ -30,24 +31,30 @@ func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason 
 	case kindHTTP:
 		var req *http.Request
 		if req, reason = sniffHTTP(rec); req != nil {
-			name = hostName(req.Host)
+			host, name = req.Host, hostName(req.Host)
 		}
 	}
-	return name, kind, rec.buf, reason
+	return name, host, kind, rec.buf, reason
 }
 
 // hostName returns the name of a Host header or an SNI, lower-case and
 // without its port; "" for an address, which is no name: the destination
 // address decides alone.
 func hostName(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host = hostPart(host)
 	if _, err := netip.ParseAddr(host); err == nil {
 		return ""
 	}
 	return normalName(host)
+}
+
+// hostPart returns a Host header or an SNI without its port and an IPv6
+// address's brackets.
+func hostPart(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }
 
 // The kinds of first bytes a transparent connection may send.
