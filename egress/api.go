@@ -60,9 +60,11 @@ type Config struct {
 	Roots *x509.CertPool
 	// AllowNoSNI lets TLS that names no server (no SNI) reach an address
 	// that only a name entry allows, transparently or in a CONNECT
-	// tunnel to a name. Without it such a ClientHello is refused: on a
-	// shared host or a CDN it reaches the address's default site,
-	// whichever that is. Address and CIDR entries never need SNI.
+	// tunnel to a name, and transparent plain HTTP without a Host or with
+	// an address as Host. Without it such a ClientHello or request is
+	// refused: on a shared host or a CDN it reaches the address's default
+	// site, whichever that is. Address and CIDR entries never need SNI
+	// or Host.
 	AllowNoSNI bool
 }
 

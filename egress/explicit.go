@@ -87,13 +87,17 @@ func readRequest(lr *io.LimitedReader, br *bufio.Reader, c net.Conn, malformed s
 
 // transparentHTTP serves a redirected connection that speaks HTTP/1 to dst
 // request by request, each checked as the first was: a program cannot send
-// an allowed Host first and another one next on the same connection (to a
-// CDN's address, say). peeked holds the bytes sniff read.
+// an allowed Host first and another one, or none, next on the same
+// connection (to a CDN's address, say). peeked holds the bytes sniff read.
 func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
 	dial := func(ctx context.Context) (net.Conn, error) { return p.dialAddr(ctx, dst) }
 	p.serveHTTP(c, peeked, dial, func(req *http.Request) (string, string) {
 		name := hostName(req.Host)
-		if reason := p.decide(dst, name); reason != "" {
+		reason := p.decide(dst, name)
+		if reason == "" && name == "" {
+			reason = p.noHost(dst, req.Host)
+		}
+		if reason != "" {
 			return transparentDest(dst, name, reason), reason
 		}
 		req.URL.Host = req.Host

@@ -100,12 +100,17 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 		reset(c)
 		return
 	}
-	name, kind, peeked, reason := p.sniff(c)
+	name, host, kind, peeked, reason := p.sniff(c)
 	if reason == "" {
 		reason = p.decide(dst, name)
 	}
-	if reason == "" && kind == kindTLS && name == "" {
-		reason = p.noSNI(dst)
+	if reason == "" && name == "" {
+		switch kind {
+		case kindTLS:
+			reason = p.noSNI(dst)
+		case kindHTTP:
+			reason = p.noHost(dst, host)
+		}
 	}
 	if reason != "" {
 		p.run.deny(transparentDest(dst, name, reason), reason)
@@ -154,18 +159,39 @@ const (
 	reasonNotResolved    = "address was not resolved for name"
 	reasonNotFromName    = "address not obtained from an allowed name"
 	reasonNoSNI          = "TLS ClientHello without a server name (SNI)"
+	reasonNoHost         = "HTTP request without a Host"
 )
 
 // noSNI returns why TLS that names no server may not reach dst, or "" if
-// it may: an address or CIDR entry allows dst, or the operator allows TLS
-// without SNI. An address that a name entry alone allows may be a shared
-// host's, where a hello without a name reaches the default site, which
-// need not be the allowed name's.
+// it may (see namelessAllowed).
 func (p *proxy) noSNI(dst netip.AddrPort) string {
-	if p.run.cfg.AllowNoSNI || p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port()) {
+	if p.namelessAllowed(dst) {
 		return ""
 	}
 	return reasonNoSNI
+}
+
+// noHost returns why an HTTP request whose Host is host (as sent: "" for
+// none, else an address) may not reach dst, or "" if it may (see
+// namelessAllowed).
+func (p *proxy) noHost(dst netip.AddrPort, host string) string {
+	switch {
+	case p.namelessAllowed(dst):
+		return ""
+	case host == "":
+		return reasonNoHost
+	}
+	return fmt.Sprintf("HTTP Host %s is an address, not an allowed name", hostPart(host))
+}
+
+// namelessAllowed reports whether TLS or HTTP that names no site (no SNI,
+// no Host or an address as Host) may reach dst: an address or CIDR entry
+// allows dst, or the operator allows it (AllowNoSNI). An address that a
+// name entry alone allows may be a shared host's or a CDN's, where such a
+// connection reaches the default site, which need not be the allowed
+// name's.
+func (p *proxy) namelessAllowed(dst netip.AddrPort) bool {
+	return p.run.cfg.AllowNoSNI || p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port())
 }
 
 // decide returns why the sandbox may not reach dst having asked for name

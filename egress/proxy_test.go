@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -645,6 +646,176 @@ func TestTransparentNoSNI(t *testing.T) {
 	}
 }
 
+func TestTransparentHTTPNoHost(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	const noHost = "GET / HTTP/1.0\r\n\r\n"
+	tests := []struct {
+		name    string
+		cfg     Config
+		entries []string
+		request string
+		want    string // the body served; "" when refused
+		reason  string
+	}{
+		{"no Host, a name entry", Config{}, []string{"example.com:80"}, noHost, "", reasonNoHost},
+		{"an address as Host, a name entry", Config{}, []string{"example.com:80"}, "GET / HTTP/1.1\r\nHost: 203.0.113.10\r\n\r\n", "", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+		{"an address and port as Host", Config{}, []string{"example.com:80"}, "GET / HTTP/1.1\r\nHost: 203.0.113.10:80\r\n\r\n", "", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+		{"an address in absolute form", Config{}, []string{"example.com:80"}, "GET http://203.0.113.10/ HTTP/1.1\r\nHost: example.com\r\n\r\n", "", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+		{"an allowed name in absolute form", Config{}, []string{"example.com:80"}, "GET http://example.com/ HTTP/1.0\r\n\r\n", "hello from example.com", ""},
+		{"no Host, the operator allows it", Config{AllowNoSNI: true}, []string{"example.com:80"}, noHost, "hello from 203.0.113.10:80", ""},
+		{"no Host, an address entry", Config{}, []string{"203.0.113.10:80"}, noHost, "hello from 203.0.113.10:80", ""},
+		{"an address as Host, a CIDR entry", Config{}, []string{"203.0.113.0/24:80"}, "GET / HTTP/1.1\r\nHost: 203.0.113.10\r\nConnection: close\r\n\r\n", "hello from 203.0.113.10", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := w.gateway(t, tc.cfg, tc.entries...)
+			if tc.entries[0] == "example.com:80" {
+				g.resolve("example.com")
+			}
+			c := g.dial("203.0.113.10:80")
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, tc.request)
+			if tc.want == "" {
+				if !refused(t, c) {
+					t.Fatal("the request was served, want it refused")
+				}
+				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), "203.0.113.10:80", tc.reason) })
+				if r := g.Close(); r.BytesOut != 0 {
+					t.Errorf("%d bytes sent upstream, want none", r.BytesOut)
+				}
+				return
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("reading the answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != tc.want {
+				t.Errorf("answer = %d %q, want 200 %q", resp.StatusCode, body, tc.want)
+			}
+			if r := g.Report(); len(r.Denied) != 0 {
+				t.Errorf("denied %v, want nothing", r.Denied)
+			}
+		})
+	}
+	// On a kept-alive connection, each request needs a Host of its own.
+	for _, next := range []struct{ request, reason string }{
+		{"GET / HTTP/1.1\r\n\r\n", reasonNoHost},
+		{noHost, reasonNoHost},
+		{"GET / HTTP/1.1\r\nHost: 203.0.113.10\r\n\r\n", "HTTP Host 203.0.113.10 is an address, not an allowed name"},
+	} {
+		g := w.gateway(t, Config{}, "example.com:80")
+		g.resolve("example.com")
+		c := g.dial("203.0.113.10:80")
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(c)
+		var got []string
+		for _, req := range []string{"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", next.request} {
+			io.WriteString(c, req)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("reading the answer to %q: %v", req, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got = append(got, fmt.Sprintf("%d %s", resp.StatusCode, body))
+		}
+		want := []string{"200 hello from example.com", "403 boxer: 203.0.113.10:80 refused: " + next.reason + "\n"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("example.com, then %q on one connection = %q, want %q", next.request, got, want)
+		}
+		if !refused(t, c) {
+			t.Error("the connection stayed open after a refused request")
+		}
+		c.Close()
+		if r := g.Close(); !hasDenial(r, "203.0.113.10:80", next.reason) {
+			t.Errorf("report = %+v, want 203.0.113.10:80 refused: %s", r, next.reason)
+		}
+	}
+}
+
+func TestHTTPAnyMethod(t *testing.T) {
+	checkGoroutines(t)
+	w := newWorld(t)
+	// A method outside the list that marks HTTP at once is HTTP all the
+	// same, whatever pieces its request line comes in: servers take any
+	// token, and its Host picks the site.
+	tests := []struct {
+		name   string
+		tunnel bool
+		pieces []string
+		want   string // the answer: the body served, "refused" or a status
+		dest   string // the denial's, "" when served
+		reason string
+	}{
+		{"allowed Host", false, []string{"PROPFIND / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"}, "hello from example.com", "", ""},
+		{"Host not allowed", false, []string{"PURGE / HTTP/1.1\r\nHost: evil.com\r\n\r\n"}, "refused", "evil.com:80", reasonNameNotAllowed},
+		{"no Host", false, []string{"purge / HTTP/1.0\r\n\r\n"}, "refused", "203.0.113.10:80", reasonNoHost},
+		{"in pieces", false, []string{"PROP", "FIND / HTTP/1.1\r\nHost: evil.com\r\n\r\n"}, "refused", "203.0.113.10:80", reasonLateLine},
+		{"in pieces, after the method", false, []string{"PROPFIND / HT", "TP/1.1\r\nHost: evil.com\r\n\r\n"}, "refused", "203.0.113.10:80", reasonLateLine},
+		{"in a tunnel", true, []string{"PROPFIND / HTTP/1.1\r\nHost: evil.com\r\n\r\n"}, "403", "evil.com:80", "HTTP Host evil.com is not the CONNECT target example.com"},
+		{"in pieces in a tunnel", true, []string{"PROP", "FIND / HTTP/1.1\r\nHost: evil.com\r\n\r\n"}, "refused", "example.com:80", reasonLateLine},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := w.gateway(t, Config{}, "example.com:80")
+			var c net.Conn
+			if tc.tunnel {
+				c = connectTunnel(t, g.proxyAddr(), "example.com:80")
+			} else {
+				g.resolve("example.com")
+				c = g.dial("203.0.113.10:80")
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			for i, piece := range tc.pieces {
+				if i > 0 {
+					// Apart, as the proxy reads them.
+					time.Sleep(100 * time.Millisecond)
+				}
+				io.WriteString(c, piece)
+			}
+			got := "refused"
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = string(body)
+				if resp.StatusCode != 200 {
+					got = strconv.Itoa(resp.StatusCode)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("answer %q, want %q", got, tc.want)
+			}
+			if tc.dest != "" {
+				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.dest, tc.reason) })
+			} else if r := g.Report(); len(r.Denied) != 0 {
+				t.Errorf("denied %v, want nothing", r.Denied)
+			}
+			if r := g.Close(); tc.want == "refused" && r.BytesIn != 0 {
+				t.Errorf("%d bytes from upstream, want none", r.BytesIn)
+			}
+		})
+	}
+	// A short command that is no request line is spliced at once, not
+	// held for a line end that may never come.
+	g := w.gateway(t, Config{}, "db.example.com:5432")
+	g.resolve("db.example.com")
+	c := g.dial("203.0.113.30:5432")
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	for _, piece := range []string{"PING", " now", "\r\n"} {
+		io.WriteString(c, piece)
+		buf := make([]byte, len(piece))
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != piece {
+			t.Fatalf("echo of %q = %q, %v", piece, buf, err)
+		}
+	}
+}
+
 func TestTunnelServerName(t *testing.T) {
 	checkGoroutines(t)
 	w := newWorld(t)
@@ -793,5 +964,37 @@ func TestLateFirstBytes(t *testing.T) {
 				waitFor(t, "the denial", func() bool { return hasDenial(g.Report(), tc.dest, reasonLate) })
 			}
 		})
+	}
+}
+
+func TestRequestLine(t *testing.T) {
+	tests := []struct {
+		first string
+		want  int
+	}{
+		{"GET ", lineHTTP},
+		{"\r\n\r\nPOST ", lineHTTP},
+		{"PROPFIND / HTTP/1.1\r\n", lineHTTP},
+		{"purge  /x \thttp/", lineHTTP},
+		{"M-SEARCH * HTTP/1.1", lineHTTP},
+		{"AVERYLONGMETHODNAME /path HTTP/1.0", lineHTTP},
+		{"PRI * HTTP/2.0\r\n", lineOther},
+		{"INVITE sip:bob@example.com SIP/2.0\r\n", lineOther},
+		{"EHLO example.com\r\n", lineOther},
+		{"ping 203.0.113.30:5432", lineMaybe},
+		{"*1\r\n$4\r\nPING\r\n", lineOther},
+		{"SSH-2.0-OpenSSH_9.6\r\n", lineOther},
+		{"\x00\x00\x00\x08\x04\xd2\x16\x2f", lineOther},
+		{"PROPFIND", lineMaybe},
+	}
+	for _, tc := range tests {
+		var l requestLine
+		got := lineMaybe
+		for i := 0; i < len(tc.first) && got == lineMaybe; i++ {
+			got = l.add(tc.first[i])
+		}
+		if got != tc.want {
+			t.Errorf("requestLine of %q = %d, want %d", tc.first, got, tc.want)
+		}
 	}
 }

@@ -8,16 +8,18 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
 
 // sniff reads the first bytes of a transparent connection and returns the
-// name they ask for (TLS SNI or HTTP Host; "" if none), what they are
-// (kindTLS, kindHTTP, kindOther) and the bytes read. reason is set when
-// the bytes claim a name that cannot be read: without it, a slow or broken
-// ClientHello would pass unchecked.
-func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason string) {
+// name they ask for (TLS SNI or HTTP Host; "" if none or an address), the
+// HTTP Host as sent ("" if none), what they are (kindTLS, kindHTTP,
+// kindOther) and the bytes read. reason is set when the bytes claim a name
+// that cannot be read: without it, a slow or broken ClientHello would pass
+// unchecked.
+func (p *proxy) sniff(c net.Conn) (name, host string, kind int, peeked []byte, reason string) {
 	c.SetReadDeadline(time.Now().Add(p.peek))
 	defer c.SetReadDeadline(time.Time{})
 	rec := &recorder{Conn: c}
@@ -30,24 +32,30 @@ func (p *proxy) sniff(c net.Conn) (name string, kind int, peeked []byte, reason 
 	case kindHTTP:
 		var req *http.Request
 		if req, reason = sniffHTTP(rec); req != nil {
-			name = hostName(req.Host)
+			host, name = req.Host, hostName(req.Host)
 		}
 	}
-	return name, kind, rec.buf, reason
+	return name, host, kind, rec.buf, reason
 }
 
 // hostName returns the name of a Host header or an SNI, lower-case and
 // without its port; "" for an address, which is no name: the destination
 // address decides alone.
 func hostName(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host = hostPart(host)
 	if _, err := netip.ParseAddr(host); err == nil {
 		return ""
 	}
 	return normalName(host)
+}
+
+// hostPart returns a Host header or an SNI without its port and an IPv6
+// address's brackets.
+func hostPart(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }
 
 // The kinds of first bytes a transparent connection may send.
@@ -57,59 +65,140 @@ const (
 	kindHTTP
 )
 
-// httpMethods are the request methods that mark an HTTP/1 connection.
+// httpMethods are the request methods that mark an HTTP/1 connection at
+// once; a request line with another method is known by its version.
 var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
 
 // kind reads as little as tells what the connection speaks: a TLS record,
-// an HTTP request line (after blank lines, which servers skip), or other.
-// A prefix of a method cut short by the deadline counts as HTTP, so that
-// its parse fails rather than it pass as another protocol.
+// an HTTP/1 request line (after blank lines, which servers skip), whatever
+// its method (servers take any token: PROPFIND, PURGE), or other. A
+// known method, or a prefix of one, is waited for until the deadline, and
+// counts as HTTP if cut short, so that its parse fails; any other line
+// still undecided when the bytes sent so far run out is other, and late
+// goes on reading it, so that a client that sends a short command and
+// waits for the answer is not kept waiting.
 func (r *recorder) kind() int {
-	var b [1]byte
+	var line requestLine
+	buf := make([]byte, 512)
 	for {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			if len(r.buf) > 0 && couldBeMethod(r.buf) {
+		n, err := r.Read(buf)
+		for i, c := range buf[:n] {
+			if i == 0 && len(r.buf) == n && c == tlsRecordHandshake {
+				return kindTLS
+			}
+			switch line.add(c) {
+			case lineHTTP:
+				return kindHTTP
+			case lineOther:
+				return kindOther
+			}
+		}
+		switch {
+		case line.knownPrefix():
+			if err != nil {
 				return kindHTTP
 			}
-			return kindOther
-		}
-		if len(r.buf) == 1 && b[0] == 0x16 {
-			return kindTLS
-		}
-		line := strings.TrimLeft(string(r.buf), "\r\n")
-		if line == "" {
-			continue
-		}
-		if method, _, ok := strings.Cut(line, " "); ok {
-			if isMethod(method) {
-				return kindHTTP
-			}
-			return kindOther
-		}
-		if !couldBeMethod(r.buf) {
+		case err != nil, n > 0 && !line.fresh():
 			return kindOther
 		}
 	}
 }
 
-// couldBeMethod reports whether b (less blank lines) starts a request line.
-func couldBeMethod(b []byte) bool {
-	s := strings.TrimLeft(string(b), "\r\n")
-	for _, m := range httpMethods {
-		if strings.HasPrefix(m, s) || strings.HasPrefix(s, m+" ") {
-			return true
-		}
-	}
-	return false
+// What requestLine.add has learnt of a line so far.
+const (
+	lineMaybe = iota
+	lineHTTP
+	lineOther
+)
+
+// requestLine tells, a byte at a time, whether a connection starts with
+// an HTTP/1 request line: METHOD SP TARGET SP HTTP/..., after blank lines,
+// as leniently as servers read it (runs of spaces or tabs, any case).
+// HTTP/2's preface (PRI * HTTP/2.0) is not one: its names are in frames.
+type requestLine struct {
+	part int // 0: the method, 1: the target, 2: the version
+	// method holds the method's first maxMethod bytes, n counts its bytes
+	// and then the target's and the version's.
+	method []byte
+	n      int
 }
 
-func isMethod(s string) bool {
-	for _, m := range httpMethods {
-		if s == m {
-			return true
+// maxMethod is the longest method requestLine keeps: enough for the known
+// ones; a longer one is only counted.
+const maxMethod = 8
+
+// httpVersion starts the version of an HTTP request line.
+const httpVersion = "HTTP/"
+
+func (l *requestLine) add(c byte) int {
+	space := c == ' ' || c == '\t'
+	switch l.part {
+	case 0:
+		switch {
+		case (c == '\r' || c == '\n') && l.n == 0:
+			return lineMaybe
+		case space && l.n > 0:
+			if l.n <= maxMethod && slices.Contains(httpMethods, string(l.method)) {
+				return lineHTTP
+			}
+			l.part, l.n = 1, 0
+			return lineMaybe
+		case isTokenChar(c):
+			if l.n < maxMethod {
+				l.method = append(l.method, c)
+			}
+			l.n++
+			return lineMaybe
 		}
+	case 1:
+		switch {
+		case space && l.n > 0:
+			l.part, l.n = 2, 0
+			return lineMaybe
+		case space:
+			return lineMaybe
+		case c > ' ' && c < 0x7f:
+			l.n++
+			return lineMaybe
+		}
+	default:
+		switch {
+		case space && l.n == 0:
+			return lineMaybe
+		case c|0x20 != httpVersion[l.n]|0x20:
+			return lineOther
+		case l.n+1 < len(httpVersion):
+			l.n++
+			return lineMaybe
+		case string(l.method) == "PRI":
+			return lineOther
+		}
+		return lineHTTP
 	}
-	return false
+	return lineOther
+}
+
+// fresh reports whether the line has had no byte but blank lines.
+func (l *requestLine) fresh() bool {
+	return l.part == 0 && l.n == 0
+}
+
+// knownPrefix reports whether the line so far is a known method or the
+// start of one.
+func (l *requestLine) knownPrefix() bool {
+	return l.part == 0 && l.n > 0 && l.n <= maxMethod && slices.ContainsFunc(httpMethods, func(m string) bool {
+		return strings.HasPrefix(m, string(l.method))
+	})
+}
+
+// isTokenChar reports whether c may be in a token, such as a method (RFC
+// 9110, section 5.6.2).
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // errSniffed aborts the handshake sniffTLS starts once it has the hello.
@@ -208,44 +297,55 @@ func (r *recorder) rewind() { r.pos = 0 }
 // only after the wait for its first bytes.
 const reasonLate = "TLS or HTTP started after the wait for its name"
 
+// reasonLateLine is why the proxy cuts a connection whose first line
+// turns out to be an HTTP request line only in bytes sent after those it
+// read for a name.
+const reasonLateLine = "HTTP request line completed after the bytes read for its name"
+
 // errLate ends the splice of a lateConn that started TLS or HTTP.
 var errLate = errors.New(reasonLate)
 
-// lateConn is the sandbox's side of a connection spliced before the
-// program sent a byte: it waited out the peek timeout, as the client of a
-// protocol where the server speaks first does. Its first bytes must not
-// start TLS or HTTP, whose name (SNI, Host) would then go unchecked: a
-// program could wait the timeout out and name any site of an allowed
-// address. deny records the refusal.
+// lateConn is the sandbox's side of a connection spliced before its first
+// bytes told what it speaks: the program sent nothing, or the start of a
+// line that could still be an HTTP request line, within the peek timeout,
+// as the client of a protocol where the server speaks first does, or one
+// that sends a short command and waits. What it sends next must not start
+// TLS or complete an HTTP request line, whose name (SNI, Host) would then
+// go unchecked: a program could wait the timeout out and name any site of
+// an allowed address. Bytes pass as they come: the connection is cut at
+// the TLS record's first byte, or at the end of the request line, before
+// which no server acts. deny records the refusal.
 type lateConn struct {
 	net.Conn
-	deny    func()
-	checked bool
-	pending []byte
+	deny func()
+	// fresh: no byte yet, TLS may still start.
+	fresh bool
+	line  requestLine
+	done  bool
 }
 
 func (l *lateConn) Read(b []byte) (int, error) {
-	if !l.checked {
-		rec := &recorder{Conn: l.Conn}
-		kind := rec.kind()
-		if len(rec.buf) == 0 {
-			// Nothing yet: the idle deadline or the end, for the caller.
-			return 0, rec.err
+	n, err := l.Conn.Read(b)
+	if l.done || n == 0 {
+		return n, err
+	}
+	for i, c := range b[:n] {
+		state := l.line.add(c)
+		if i == 0 && l.fresh && c == tlsRecordHandshake {
+			state = lineHTTP
 		}
-		l.checked = true
-		if kind != kindOther {
+		switch state {
+		case lineHTTP:
 			l.deny()
 			reset(l.Conn)
 			return 0, errLate
+		case lineOther:
+			l.done = true
+			return n, err
 		}
-		l.pending = rec.buf
 	}
-	if len(l.pending) > 0 {
-		n := copy(b, l.pending)
-		l.pending = l.pending[n:]
-		return n, nil
-	}
-	return l.Conn.Read(b)
+	l.fresh = false
+	return n, err
 }
 
 // CloseWrite half-closes the connection, as splice does when upstream
@@ -258,10 +358,18 @@ func (l *lateConn) CloseWrite() error {
 }
 
 // late returns c as a lateConn if the program sent nothing before the
-// proxy stopped waiting (peeked is empty), c itself if it did.
+// proxy stopped waiting (peeked is empty) or a line still undecided, c
+// itself if its first bytes told what it speaks.
 func (p *proxy) late(c net.Conn, peeked []byte, dest string) net.Conn {
+	reason := reasonLate
 	if len(peeked) > 0 {
-		return c
+		reason = reasonLateLine
 	}
-	return &lateConn{Conn: c, deny: func() { p.run.deny(dest, reasonLate) }}
+	l := &lateConn{Conn: c, deny: func() { p.run.deny(dest, reason) }, fresh: len(peeked) == 0}
+	for _, b := range peeked {
+		if l.line.add(b) != lineMaybe {
+			return c
+		}
+	}
+	return l
 }

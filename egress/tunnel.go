@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -80,7 +79,7 @@ func (p *proxy) tunnel(c, up net.Conn, pre []byte, dest, name string, port uint1
 			up.Close()
 		}
 	}()
-	sni, kind, peeked, reason := p.sniff(&replayConn{Conn: c, pre: pre})
+	sni, _, kind, peeked, reason := p.sniff(&replayConn{Conn: c, pre: pre})
 	refused := dest
 	if reason == "" && kind == kindTLS {
 		reason = tunnelTLSRefused(name, sni, p.run.cfg.AllowNoSNI)
@@ -138,10 +137,7 @@ func tunnelHostRefused(req *http.Request, target string, port uint16) (dest, rea
 		host := name
 		if host == "" {
 			// An address, which names no site.
-			host = strings.TrimSuffix(strings.TrimPrefix(req.Host, "["), "]")
-			if h, _, err := net.SplitHostPort(req.Host); err == nil {
-				host = h
-			}
+			host = hostPart(req.Host)
 		}
 		return net.JoinHostPort(host, strconv.Itoa(int(port))), fmt.Sprintf("HTTP Host %s is not the CONNECT target %s", host, target)
 	}

@@ -365,6 +365,63 @@ except OSError as e:
 	assertClean(t)
 }
 
+// TestEgressHTTPHost: plain HTTP to an address that only a name entry
+// allows (cdn.test's, a shared host) must name an allowed site as Host in
+// every request, without the proxy as through it: HTTP/1.0 without a
+// Host, or an address as Host, would reach the default site (evil.test).
+// It is refused and recorded unless the operator passes --allow-no-sni;
+// an address entry needs no Host.
+func TestEgressHTTPHost(t *testing.T) {
+	n := internet(t)
+	// GET / on its own connection to $TARGET:80 for each Host (None: HTTP/1.0
+	// without one); the site that answered, or "refused".
+	const program = `
+import os, socket
+def ask(host):
+    s = socket.create_connection((os.environ["TARGET"], 80), timeout=10)
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n" if host is None else b"GET / HTTP/1.0\r\nHost: %s\r\n\r\n" % host.encode())
+    try:
+        data = s.makefile("rb").read()
+    except OSError:
+        return "refused"
+    return data.split(b"\r\n\r\n", 1)[1].decode().split(" on ")[0] if data else "refused"
+print(ask("cdn.test"), ask(None), ask("203.0.113.15"), sep=", ")
+`
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			evil := n.Served(fakenet.EvilName)
+			res, r := netRun(t, n, "--runtime", rt, "--allow-host", fakenet.CDNName+":80", "--env", "TARGET=cdn.test", "--lang", "python", "-c", program)
+			if want := "site cdn.test, refused, refused\n"; res.Stdout != want {
+				t.Errorf("stdout %q, want %q; stderr %q %s", res.Stdout, want, res.Stderr, r.stderr)
+			}
+			wantDenied(t, res, "203.0.113.15:80", "HTTP request without a Host")
+			wantDenied(t, res, "203.0.113.15:80", "HTTP Host 203.0.113.15 is an address, not an allowed name")
+			if got := n.Served(fakenet.EvilName); got != evil {
+				t.Errorf("evil.test's site answered %d times, want never", got-evil)
+			}
+			// The operator's leave, or an address entry, lets the default
+			// site answer.
+			for _, c := range []struct {
+				what string
+				args []string
+			}{
+				{"--allow-no-sni", []string{"--allow-no-sni", "run", "--json", "--allow-host", fakenet.CDNName + ":80", "--runtime", rt, "--env", "TARGET=cdn.test", "--lang", "python", "-c", program}},
+				{"an address entry", []string{"run", "--json", "--allow-host", fakenet.CDNAddr + ":80", "--runtime", rt, "--env", "TARGET=" + fakenet.CDNAddr, "--lang", "python", "-c", program}},
+			} {
+				r := boxer(t, egressEnv(n), c.args...)
+				var res result
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("%s: bad JSON (%v): %q %q", c.what, err, r.stdout, r.stderr)
+				}
+				if want := "site cdn.test, site evil.test, site evil.test\n"; res.Stdout != want || res.Network == nil || len(res.Network.Denied) != 0 {
+					t.Errorf("with %s: stdout %q, want %q, nothing denied; network %+v; stderr %q", c.what, res.Stdout, want, res.Network, res.Stderr)
+				}
+			}
+		})
+	}
+	assertClean(t)
+}
+
 // wantDenied fails the test unless res's network report records dest
 // refused for reason.
 func wantDenied(t *testing.T, res result, dest, reason string) {

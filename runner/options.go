@@ -61,8 +61,9 @@ type EgressOptions struct {
 	// /run/netns/egress) that upstream connections and DNS queries leave
 	// from: a dedicated interface or VPN for sandbox traffic.
 	Netns string
-	// AllowNoSNI lets TLS without a server name reach addresses that only
-	// a name entry allows (see egress.Config.AllowNoSNI).
+	// AllowNoSNI lets TLS without a server name, and plain HTTP without a
+	// Host name, reach addresses that only a name entry allows (see
+	// egress.Config.AllowNoSNI).
 	AllowNoSNI bool
 }
 

@@ -94,7 +94,7 @@ then 'sudo boxer run --lang python -c "print(1)"'. 'boxer doctor' checks the hos
 			&cli.BoolFlag{Name: "debug", Usage: "log containerd client details to stderr"},
 			&cli.StringFlag{Name: "net-range", Value: egress.DefaultRange, Usage: "IPv4 `CIDR` the links of sandboxes with --allow-host are addressed from (a /30 each)", EnvVars: []string{"BOXER_NET_RANGE"}},
 			&cli.StringFlag{Name: "dns-upstream", Usage: "resolver `HOST:PORT` boxer asks about allowed names (default: the host's first nameserver)", EnvVars: []string{"BOXER_DNS_UPSTREAM"}},
-			&cli.BoolFlag{Name: "allow-no-sni", Usage: "let TLS without a server name (SNI) reach addresses that only a name in --allow-host allows", EnvVars: []string{"BOXER_ALLOW_NO_SNI"}},
+			&cli.BoolFlag{Name: "allow-no-sni", Usage: "let TLS without a server name (SNI), and plain HTTP without a Host name, reach addresses that only a name in --allow-host allows", EnvVars: []string{"BOXER_ALLOW_NO_SNI"}},
 			&cli.StringFlag{Name: "egress-netns", Usage: "network namespace `PATH` (e.g. /run/netns/egress) that sandboxes' allowed connections and DNS queries leave from (default: the host's)", EnvVars: []string{"BOXER_EGRESS_NETNS"}},
 		},
 		Before: func(c *cli.Context) error {

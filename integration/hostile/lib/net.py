@@ -50,12 +50,18 @@ def tls(s, server_name):
     ctx = ssl.create_default_context()
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     return ctx.wrap_socket(s, server_hostname=server_name)
-def ask(s, host, f=None):
-    """Send GET / for host (None: HTTP/1.0 without Host) on s and read the
-    answer from f: the shared host's "site NAME", another status, or
-    "refused" if the proxy cut the connection."""
+def ask(s, host, f=None, method="GET", pause=0):
+    """Send METHOD / for host (None: HTTP/1.0 without Host) on s, its first
+    4 bytes apart for pause seconds if pause, and read the answer from f:
+    the shared host's "site NAME", another status, or "refused" if the
+    proxy cut the connection."""
+    import time
     try:
-        req = b"GET / HTTP/1.0\r\n\r\n" if host is None else b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % host.encode()
+        req = b"%s / HTTP/1.0\r\n\r\n" % method.encode() if host is None else b"%s / HTTP/1.1\r\nHost: %s\r\n\r\n" % (method.encode(), host.encode())
+        if pause:
+            s.sendall(req[:4])
+            time.sleep(pause)
+            req = req[4:]
         s.sendall(req)
         f = f or s.makefile("rb")
         line = f.readline()
