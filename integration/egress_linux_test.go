@@ -513,10 +513,14 @@ func assertNoLinks(t *testing.T) {
 // and after SIGKILL of its boxer the next run reaps its link too.
 func TestEgressLeftovers(t *testing.T) {
 	n := internet(t)
+	// The program sends its first bytes: the proxy learns what a
+	// connection wants from them, and only then dials upstream (and
+	// counts the connection), which must not race the timeout's teardown.
 	for _, rt := range runtimes {
 		res, r := netRun(t, n, "--runtime", rt, "--allow-host", "web.test:7000", "--timeout", "5s", "--lang", "python", "-c", `
 import socket, time
 s = socket.create_connection(("web.test", 7000), timeout=5)
+s.sendall(b"hi")
 time.sleep(60)`)
 		if res.Status != "timeout" || res.Network == nil || res.Network.Connections != 1 {
 			t.Errorf("%s: status %s, network %+v; stderr %s", rt, res.Status, res.Network, r.stderr)
