@@ -23,8 +23,8 @@
  * be executed, the one line "boxer-init: exec: ..." on stderr says why
  * (the runtime's words) and the status is 127 (not found) or 126.
  *
- * Built static by 'make deps' and 'make build'; boxer bind-mounts it
- * read-only at /dev/.boxer-init.
+ * Built static by 'make deps' and 'make build'; boxer puts it in each
+ * sandbox's read-only /code, as /code/.boxer-init.
  */
 #define _GNU_SOURCE
 #include <errno.h>
