@@ -13,7 +13,7 @@
  * line is taken from the program.
  *
  * It runs as the sandbox's user, without capabilities, under the
- * sandbox's seccomp filter: it needs no more than fork, execve, read,
+ * sandbox's seccomp filter: it needs no more than clone, execve, read,
  * write, wait4, kill, rt_sigprocmask and rt_sigtimedwait. One process,
  * one thread: it takes one task of the sandbox's pids budget, which boxer
  * adds to the request's.
@@ -28,8 +28,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@ extern char **environ;
 /* Exit statuses, as a shell and runc report them. */
 enum { EXIT_USAGE = 125, EXIT_CANNOT_EXEC = 126, EXIT_NOT_FOUND = 127 };
 
-/* A failure to execute the program, as the child tells its parent. */
+/* A failure to execute the program. */
 struct failure {
 	int err;      /* errno */
 	int notfound; /* the name was not found on PATH */
@@ -73,17 +73,13 @@ static int executable(const char *path)
 	return 1;
 }
 
-/* run executes argv in the child; it returns only on failure, with f
- * filled in. A name with a slash is a path; any other is looked up on
- * PATH, an empty entry meaning the working directory. */
-static void run(char **argv, struct failure *f)
+/* resolve finds the file to execute for name: a name with a slash is a
+ * path; any other is looked up on PATH, an empty entry meaning the working
+ * directory. It returns NULL, with f filled in, when there is none. */
+static const char *resolve(const char *name, char *buf, size_t size, struct failure *f)
 {
-	const char *name = argv[0];
-	if (strchr(name, '/') != NULL) {
-		execve(name, argv, environ);
-		f->err = errno;
-		return;
-	}
+	if (strchr(name, '/') != NULL)
+		return name;
 	const char *path = getenv("PATH");
 	if (path == NULL)
 		path = "";
@@ -91,8 +87,7 @@ static void run(char **argv, struct failure *f)
 	for (const char *p = path;; p++) {
 		const char *end = strchrnul(p, ':');
 		size_t len = (size_t)(end - p);
-		char buf[4096];
-		if (len + 1 + n + 1 <= sizeof buf) {
+		if (len + 1 + n + 1 <= size) {
 			if (len == 0) {
 				buf[0] = '.';
 				len = 1;
@@ -101,11 +96,8 @@ static void run(char **argv, struct failure *f)
 			}
 			buf[len] = '/';
 			memcpy(buf + len + 1, name, n + 1);
-			if (executable(buf)) {
-				execve(buf, argv, environ);
-				f->err = errno;
-				return;
-			}
+			if (executable(buf))
+				return buf;
 		}
 		if (*end == '\0')
 			break;
@@ -113,6 +105,7 @@ static void run(char **argv, struct failure *f)
 	}
 	f->err = ENOENT;
 	f->notfound = 1;
+	return NULL;
 }
 
 /* report says on stderr why name could not be executed, in the words runc
@@ -189,32 +182,26 @@ int main(int argc, char **argv)
 	if (gated)
 		gate();
 
-	/* The child's exec closes the pipe; a failure comes through it. */
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		die(EXIT_USAGE, "pipe");
-	pid_t child = fork();
-	if (child < 0)
-		die(EXIT_USAGE, "fork");
-	if (child == 0) {
-		struct failure f = {0};
-		close(p[0]);
-		sigprocmask(SIG_SETMASK, &orig, NULL);
-		run(args, &f);
-		while (write(p[1], &f, sizeof f) < 0 && errno == EINTR)
-			;
-		_exit(EXIT_NOT_FOUND);
+	/* posix_spawn, not fork: the child shares boxer-init's memory until
+	 * it executes the program (clone with CLONE_VM and CLONE_VFORK), which
+	 * under gVisor saves copying an address space, and reports a failed
+	 * execve as its result. The program gets the signal mask boxer-init
+	 * was started with. */
+	char buf[4096];
+	struct failure f = {0};
+	const char *file = resolve(args[0], buf, sizeof buf, &f);
+	pid_t child = 0;
+	if (file != NULL) {
+		posix_spawnattr_t attr;
+		if ((errno = posix_spawnattr_init(&attr)) != 0 ||
+		    (errno = posix_spawnattr_setsigmask(&attr, &orig)) != 0 ||
+		    (errno = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) != 0)
+			die(EXIT_USAGE, "preparing to start the program");
+		f.err = posix_spawn(&child, file, NULL, &attr, args, environ);
+		posix_spawnattr_destroy(&attr);
 	}
-	close(p[1]);
-	struct failure f;
-	ssize_t n;
-	while ((n = read(p[0], &f, sizeof f)) < 0 && errno == EINTR)
-		;
-	close(p[0]);
-	if (n == (ssize_t)sizeof f) {
-		waitpid(child, NULL, 0);
+	if (file == NULL || f.err != 0)
 		return report(args[0], &f);
-	}
 
 	for (;;) {
 		siginfo_t si;
