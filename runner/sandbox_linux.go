@@ -72,7 +72,7 @@ type sandbox struct {
 	// pre-created sandbox's is its pool's.
 	req Request
 	// gate: the program waits for a line on stdin (pre-created sandboxes,
-	// started before their request; see gated).
+	// started before their request; boxer-init -g).
 	gate bool
 	// pooled: taken from the pool; torn down after its result is answered.
 	pooled bool
