@@ -210,6 +210,7 @@ import os
 for p in ["MARKER", "SOCK", "/run/containerd", "/var/lib/boxer", "/root/.bashrc", "/proc/1/root/MARKER"]:
     print(p, os.path.exists(p))
 print("pid1", open("/proc/1/cmdline").read().replace("\0", " ").strip())
+print("parent", os.getppid(), "processes", len([p for p in os.listdir("/proc") if p.isdigit()]))
 print("env", sorted(os.environ))
 `
 	code = strings.NewReplacer("MARKER", marker, "SOCK", filepath.Join(stateDir, "containerd.sock")).Replace(code)
@@ -219,8 +220,8 @@ print("env", sorted(os.environ))
 			t.Errorf("host path visible: %s", line)
 		}
 	}
-	if !strings.Contains(r.stdout, "pid1 python3 -u /code/main.py") {
-		t.Errorf("pid 1 is not the program:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "pid1 /code/.boxer-init -- python3 -u /code/main.py\nparent 1 processes 2\n") {
+		t.Errorf("pid 1 is not boxer-init with the program its only child:\n%s", r.stdout)
 	}
 	want := "env ['HOME', 'LANG', 'PATH', 'PYTHONDONTWRITEBYTECODE']"
 	if !strings.Contains(r.stdout, want) {

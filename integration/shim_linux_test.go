@@ -90,7 +90,8 @@ func TestServeSharedShims(t *testing.T) {
 						// 0.3 s: long enough for every shim to be seen.
 						code, _, body := s.post(t, fmt.Sprintf(`{"lang":"python","code":"import time, os; time.sleep(0.3); print(%d, len([p for p in os.listdir('/proc') if p.isdigit()]))"}`, i))
 						var res result
-						if code != 200 || json.Unmarshal(body, &res) != nil || res.Stdout != fmt.Sprintf("%d 1\n", i) {
+						// Two processes: boxer-init and the program.
+						if code != 200 || json.Unmarshal(body, &res) != nil || res.Stdout != fmt.Sprintf("%d 2\n", i) {
 							t.Errorf("run %d: %d %s", i, code, body)
 						}
 						mu.Lock()

@@ -96,10 +96,11 @@ func claimed(r run) bool { return strings.Contains(r.stderr, "claimed standby") 
 // stdin, processes); a run with --no-standby neither takes nor leaves one;
 // a standby's maker removes it when asked to end early.
 func TestStandby(t *testing.T) {
+	// Not the program's PID: see sameAsCold.
 	probe := `
 import os, sys
 st = {l.split(":")[0]: l.split(":")[1].strip() for l in open("/proc/self/status")}
-print(open("/proc/self/cmdline").read().split("\0"), sorted(os.environ.items()), os.getpid(), os.getppid(),
+print(open("/proc/self/cmdline").read().split("\0"), sorted(os.environ.items()), os.getppid(),
       sorted(os.listdir("/proc/self/fd")), os.getcwd(), [st.get(k) for k in ("Uid", "CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Threads")],
       len([p for p in os.listdir("/proc") if p.isdigit()]), sorted(os.listdir("/workspace")), sorted(os.listdir("/tmp")), repr(sys.stdin.read()))
 open("/workspace/left", "w").write("x")

@@ -20,10 +20,16 @@ type SpecOpts = coci.SpecOpts
 const (
 	// Workspace is the writable, size-limited working directory.
 	Workspace = "/workspace"
-	// CodeDir holds the program's code, bind-mounted read-only.
+	// CodeDir holds the program's code and boxer-init, bind-mounted
+	// read-only.
 	CodeDir = "/code"
 	// Hostname is the fixed host name every sandbox sees.
 	Hostname = "boxer"
+	// InitPath is boxer-init, every sandbox's PID 1, in the code
+	// directory the sandbox binds read-only: a mount point every image
+	// has, which the runtime need not create (runsc's gofer cannot create
+	// one in a read-only root).
+	InitPath = CodeDir + "/.boxer-init"
 )
 
 // New returns the spec for container id after applying opts in order to an
@@ -270,6 +276,30 @@ func WithProcess(args, env []string, cwd string) SpecOpts {
 		}
 		return nil
 	}
+}
+
+// WithInit makes boxer-init, which the caller puts at InitPath, the
+// sandbox's PID 1: it runs the process's argv as its only child
+// (InitArgs). Apply it after WithProcess.
+func WithInit(gate bool) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		p := process(s)
+		if len(p.Args) == 0 {
+			return fmt.Errorf("no command for the init to run")
+		}
+		p.Args = InitArgs(p.Args, gate)
+		return nil
+	}
+}
+
+// InitArgs is the argv of boxer-init running args; gated, it waits for a
+// line on stdin first (a sandbox made before its request).
+func InitArgs(args []string, gate bool) []string {
+	out := []string{InitPath}
+	if gate {
+		out = append(out, "-g")
+	}
+	return append(append(out, "--"), args...)
 }
 
 func process(s *specs.Spec) *specs.Process {

@@ -124,6 +124,7 @@ func TestInvalidOptionsRefused(t *testing.T) {
 		{"no seccomp", WithSeccomp(nil)},
 		{"empty seccomp", WithSeccomp(&specs.LinuxSeccomp{DefaultAction: specs.ActAllow})},
 		{"no command", WithProcess(nil, nil, "")},
+		{"init without a command", WithInit(false)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,5 +144,20 @@ func TestWithUserOwnsWorkspace(t *testing.T) {
 	}
 	if s.Process.User.UID != 1000 || s.Process.User.GID != 1001 {
 		t.Errorf("user %+v", s.Process.User)
+	}
+}
+
+// TestWithInit: boxer-init runs the process's argv, held by the gate when
+// asked.
+func TestWithInit(t *testing.T) {
+	for _, gate := range []bool{false, true} {
+		s := hardened(t, WithProcess([]string{"python3", "-c", "1"}, nil, ""), WithInit(gate))
+		want := []string{"/code/.boxer-init", "--", "python3", "-c", "1"}
+		if gate {
+			want = []string{"/code/.boxer-init", "-g", "--", "python3", "-c", "1"}
+		}
+		if !slices.Equal(s.Process.Args, want) {
+			t.Errorf("gate %v: args %q, want %q", gate, s.Process.Args, want)
+		}
 	}
 }

@@ -77,3 +77,25 @@ func execFailure(msg string) (code int, detail string, ok bool) {
 	}
 	return 0, "", false
 }
+
+// initExecPrefix starts the line boxer-init writes on stderr when it
+// cannot execute the program (init/boxer-init.c).
+const initExecPrefix = "boxer-init: "
+
+// initExecFailure tells, from how a program ended and its output, that
+// boxer-init could not execute it: then the status is 126 or 127, stdout
+// is empty and stderr is boxer-init's one line, in the runtime's words
+// (execFailure reads them as it reads the runtime's). The program never
+// ran; were it to forge this, it would only change how its own result is
+// told.
+func initExecFailure(status uint32, stdout, stderr string) (detail string, ok bool) {
+	line, ok := strings.CutPrefix(stderr, initExecPrefix)
+	if !ok || stdout != "" || strings.IndexByte(line, '\n') != len(line)-1 {
+		return "", false
+	}
+	code, detail, ok := execFailure(strings.TrimSuffix(line, "\n"))
+	if !ok || uint32(code) != status {
+		return "", false
+	}
+	return detail, true
+}

@@ -82,3 +82,35 @@ func TestExecFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestInitExecFailure: boxer-init's line on stderr, with the status that
+// goes with it and no other output, is a failure to execute the program;
+// anything else is the program's own.
+func TestInitExecFailure(t *testing.T) {
+	tests := []struct {
+		name           string
+		status         uint32
+		stdout, stderr string
+		want           string
+	}{
+		{"not found", 127, "", "boxer-init: exec: \"nope\": executable file not found in $PATH\n", `exec: "nope": executable file not found in $PATH`},
+		{"no such path", 127, "", "boxer-init: exec: \"/no/such\": no such file or directory\n", `exec: "/no/such": no such file or directory`},
+		{"not executable", 126, "", "boxer-init: exec: \"/etc/passwd\": permission denied\n", `exec: "/etc/passwd": permission denied`},
+		{"format", 126, "", "boxer-init: exec: \"/x\": exec format error\n", `exec: "/x": exec format error`},
+		{"status disagrees", 1, "", "boxer-init: exec: \"nope\": executable file not found in $PATH\n", ""},
+		{"126 for not found", 126, "", "boxer-init: exec: \"nope\": executable file not found in $PATH\n", ""},
+		{"output too", 127, "hi\n", "boxer-init: exec: \"nope\": executable file not found in $PATH\n", ""},
+		{"two lines", 127, "", "boxer-init: exec: \"nope\": executable file not found in $PATH\nmore\n", ""},
+		{"no newline", 127, "", "boxer-init: exec: \"nope\": executable file not found in $PATH", ""},
+		{"a shell's", 127, "", "sh: 1: nope: not found\n", ""},
+		{"other words", 127, "", "boxer-init: fork: Resource temporarily unavailable\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := initExecFailure(tc.status, tc.stdout, tc.stderr)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("initExecFailure = %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}

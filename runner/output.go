@@ -18,6 +18,10 @@ type capped struct {
 	buf       bytes.Buffer
 	tee       io.Writer
 	truncated bool
+	// holding: what is kept is not passed on yet, as it may still be
+	// boxer-init's one line saying that it could not execute the program
+	// (holdInitLine).
+	holding bool
 }
 
 var _ io.Writer = (*capped)(nil)
@@ -37,12 +41,47 @@ func (c *capped) Write(p []byte) (int, error) {
 	if len(keep) > 0 {
 		c.n += int64(len(keep))
 		c.buf.Write(keep)
-		if c.tee != nil {
+		if c.holding && !mayBeInitLine(c.buf.Bytes()) {
+			c.holding = false
+			keep = c.buf.Bytes()
+		}
+		if c.tee != nil && !c.holding {
 			// A closed terminal must not stop the drain.
 			_, _ = c.tee.Write(keep)
 		}
 	}
 	return len(p), nil
+}
+
+// holdInitLine holds back from tee what is written while it may still be
+// boxer-init's line (initExecFailure), until release; before anything is
+// written.
+func (c *capped) holdInitLine() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.holding = true
+}
+
+// release ends holdInitLine: what was held is passed on, unless drop.
+func (c *capped) release(drop bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holding && !drop && c.tee != nil {
+		_, _ = c.tee.Write(c.buf.Bytes())
+	}
+	c.holding = false
+}
+
+// mayBeInitLine says whether b, the start of a stream, may be or become
+// boxer-init's one line: its prefix, then a line's text, and no more than
+// the line.
+func mayBeInitLine(b []byte) bool {
+	prefix := initExecPrefix + "exec: "
+	if len(b) < len(prefix) {
+		return strings.HasPrefix(prefix, string(b))
+	}
+	i := bytes.IndexByte(b, '\n')
+	return bytes.HasPrefix(b, []byte(prefix)) && (i < 0 || i == len(b)-1)
 }
 
 // reset sets how much is kept and where it is passed on, before anything

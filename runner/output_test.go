@@ -45,3 +45,43 @@ func TestCheckEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestCappedHoldsInitLine: while stderr may still be boxer-init's line it
+// is not passed on; release passes it on, or drops it; anything else is
+// passed on as it comes.
+func TestCappedHoldsInitLine(t *testing.T) {
+	line := "boxer-init: exec: \"nope\": executable file not found in $PATH\n"
+	tests := []struct {
+		name   string
+		writes []string
+		drop   bool
+		before string // passed on before release
+		after  string // passed on in all
+	}{
+		{"the line, dropped", []string{line[:5], line[5:]}, true, "", ""},
+		{"the line, kept", []string{line}, false, "", line},
+		{"other output", []string{"Traceback\n"}, false, "Traceback\n", "Traceback\n"},
+		{"a prefix, then other", []string{"boxer", "-x\n"}, false, "boxer-x\n", "boxer-x\n"},
+		{"the line and more", []string{line, "more"}, true, line + "more", line + "more"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var tee strings.Builder
+			c := newCapped(1<<20, &tee)
+			c.holdInitLine()
+			for _, w := range tc.writes {
+				c.Write([]byte(w))
+			}
+			if tee.String() != tc.before {
+				t.Errorf("before release: %q, want %q", tee.String(), tc.before)
+			}
+			c.release(tc.drop)
+			if tee.String() != tc.after {
+				t.Errorf("after release: %q, want %q", tee.String(), tc.after)
+			}
+			if got, _ := c.text(); got != strings.Join(tc.writes, "") {
+				t.Errorf("kept %q", got)
+			}
+		})
+	}
+}

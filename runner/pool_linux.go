@@ -13,7 +13,7 @@ import (
 )
 
 // pool keeps sandboxes made ahead of requests ("pre-created", or warm):
-// created, and started with their program held by the gate (see gated),
+// created, and started with their program held by boxer-init's gate (-g),
 // with an empty code directory and workspace. A request of the same Shape
 // takes one, delivers its code and files and lets the program go; each
 // serves one request only and is torn down after it.

@@ -88,7 +88,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		stateDir:   o.Daemon.State,
 		runsDir:    filepath.Join(o.Daemon.State, "runs"),
 		cgroups:    cgroups.DetectMode(),
-		host:       hostFacts{Namespace: o.Namespace, NoFile: nofileLimit()},
+		host:       hostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
 		owner:      reaper.Self(),
 		useStandby: o.Standby,
 		handOff:    o.HandOff,
@@ -310,6 +310,15 @@ func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
 	}
 	o := classify(e.facts)
 	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
+	execFailed := false
+	if o.status == StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
+		// Told as a runtime's failure to execute it is (startFailed).
+		var detail string
+		if detail, execFailed = initExecFailure(e.facts.status, res.Stdout, res.Stderr); execFailed {
+			res.Status, res.Error, res.Stderr = StatusError, detail, ""
+		}
+	}
+	sb.stderr.release(execFailed)
 	if e.facts.interrupted {
 		return res, ErrInterrupted
 	}

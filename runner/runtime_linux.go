@@ -2,11 +2,14 @@ package runner
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 )
@@ -63,6 +66,59 @@ func runcBinary() string {
 		return p
 	}
 	return "runc"
+}
+
+// initBinary finds boxer-init: beside the running boxer binary (as 'make
+// build' leaves them), then in boxer's libexec directory ('make deps'),
+// then on PATH; empty when there is none.
+func initBinary() string {
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), InitName); isExecutable(p) {
+			return p
+		}
+	}
+	if p, err := daemon.RuntimeBinary(InitName); err == nil {
+		if p, err := filepath.Abs(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// linkInit puts boxer-init (at the host path init) into a sandbox's code
+// directory, which the sandbox binds read-only: a hard link, or a copy
+// when init is on another file system. Both are root's, 0755.
+func linkInit(init, codeDir string) error {
+	if init == "" {
+		return errNoInit
+	}
+	dst := filepath.Join(codeDir, path.Base(oci.InitPath))
+	if err := os.Link(init, dst); err == nil {
+		return nil
+	}
+	src, err := os.Open(init)
+	if err != nil {
+		return fmt.Errorf("copying boxer-init: %w", err)
+	}
+	defer src.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return fmt.Errorf("copying boxer-init: %w", err)
+	}
+	_, err = io.Copy(out, src)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("copying boxer-init: %w", err)
+	}
+	return nil
+}
+
+// isExecutable says whether path is a regular file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // runscBinary finds runsc: boxer's libexec directory, then PATH.

@@ -72,7 +72,7 @@ type sandbox struct {
 	// pre-created sandbox's is its pool's.
 	req Request
 	// gate: the program waits for a line on stdin (pre-created sandboxes,
-	// started before their request; see gated).
+	// started before their request; boxer-init -g).
 	gate bool
 	// pooled: taken from the pool; torn down after its result is answered.
 	pooled bool
@@ -139,8 +139,8 @@ func (sb *sandbox) make(ctx context.Context, rootfs snapshots.Rootfs) error {
 	return sb.create(ctx, rootfs)
 }
 
-// prepare makes the host side: the run directory with its owner, an empty
-// code directory (with a language) and the workspace tmpfs.
+// prepare makes the host side: the run directory with its owner, the code
+// directory with boxer-init in it and the workspace tmpfs.
 func (sb *sandbox) prepare() error {
 	if err := sb.to(statePrepared, stateNew); err != nil {
 		return err
@@ -148,11 +148,12 @@ func (sb *sandbox) prepare() error {
 	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.r.namespace, sb.id); err != nil {
 		return err
 	}
-	if sb.req.Lang != "" {
-		sb.dirs.Code = filepath.Join(sb.runDir, "code")
-		if err := os.Mkdir(sb.dirs.Code, 0o755); err != nil {
-			return fmt.Errorf("creating code directory: %w", err)
-		}
+	sb.dirs.Code = filepath.Join(sb.runDir, "code")
+	if err := os.Mkdir(sb.dirs.Code, 0o755); err != nil {
+		return fmt.Errorf("creating code directory: %w", err)
+	}
+	if err := linkInit(sb.r.host.Init, sb.dirs.Code); err != nil {
+		return err
 	}
 	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
 	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
@@ -277,6 +278,7 @@ func (sb *sandbox) streams() cio.Creator {
 	pr, pw := io.Pipe()
 	sb.stdin, sb.stdinW = &eofReader{r: pr, eof: make(chan struct{})}, pw
 	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
+	sb.stderr.holdInitLine()
 	if sb.session != nil || sb.anchor {
 		// Its first process only keeps it alive: a session's calls
 		// bring their own streams.
@@ -296,7 +298,7 @@ func (sb *sandbox) deliver(d delivery) error {
 	if sb.state != stateCreated && sb.state != stateHeld {
 		return &stateError{id: sb.id, from: sb.state, to: stateRunning}
 	}
-	if sb.dirs.Code != "" {
+	if sb.req.Lang != "" {
 		p, err := LookupPreset(sb.req.Lang)
 		if err != nil {
 			return err

@@ -19,7 +19,11 @@ func TestSandboxStates(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a workspace needs root")
 	}
-	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode()}
+	init := filepath.Join(t.TempDir(), "boxer-init")
+	if err := os.WriteFile(init, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: hostFacts{Init: init}}
 	req, err := Request{Lang: "python"}.Normalize()
 	if err != nil {
 		t.Fatal(err)

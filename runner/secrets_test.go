@@ -88,7 +88,7 @@ func TestSpecWithSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := sandboxDirs{Code: "/c", Workspace: "/w", Run: "/state/runs/x/run", SecretEnv: []string{"TOKEN"}, Trust: true}
-	spec, err := buildSpec("x", req, nil, hostFacts{Namespace: "boxer", NoFile: 1024}, dirs, false)
+	spec, err := buildSpec("x", req, nil, hostFacts{Namespace: "boxer", NoFile: 1024, Init: "/boxer-init"}, dirs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestSpecWithSecrets(t *testing.T) {
 	if !found {
 		t.Errorf("no read-only bind of %s at /run: %+v", dirs.Run, spec.Mounts)
 	}
-	args := spec.Process.Args
+	args := spec.Process.Args[2:] // after boxer-init and its "--"
 	if len(args) < 5 || args[0] != "/bin/sh" || !strings.Contains(args[2], `TOKEN="$(cat /run/secrets/TOKEN)" && export TOKEN`) || !strings.Contains(args[2], `exec "$@"`) || args[4] != "python3" {
 		t.Errorf("args %q: want the variable wrapper around the preset's command", args)
 	}

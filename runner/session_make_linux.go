@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -33,11 +34,11 @@ import (
 // request (sessionRecord), its calls' code and a lock that orders its
 // calls.
 //
-// Its first process is a shell that waits for a sleep as long as the
+// Its first process is boxer-init running a sleep as long as the
 // session's lifetime: when the sleep ends, PID 1 exits and the kernel ends
 // every process in the sandbox, whether or not a boxer process runs. As
-// PID 1 of its PID namespace, the shell cannot be killed from inside, and
-// it reaps what calls leave behind. For python and python-data, the
+// PID 1 of its PID namespace, boxer-init cannot be killed from inside, and
+// it reaps what calls leave behind (their orphans are its children). For python and python-data, the
 // session's driver (session_driver.py) is a process containerd execs in
 // the sandbox when the session is made (the same user, limits, seccomp
 // filter and empty capabilities as the first): one interpreter that runs
@@ -91,7 +92,7 @@ type sessionRecord struct {
 // deadline. labels get the session's.
 func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]string) {
 	secs := int64(time.Until(m.deadline)/time.Second) + 1
-	spec.Process.Args = []string{"/bin/sh", "-c", `sleep "$1" & wait $!`, "sh", strconv.FormatInt(secs, 10)}
+	spec.Process.Args = oci.InitArgs([]string{"sleep", strconv.FormatInt(secs, 10)}, false)
 	labels[reaper.LabelSession] = m.caller
 	labels[reaper.LabelSessionLang] = req.Lang
 	labels[reaper.LabelSessionDeadline] = strconv.FormatInt(m.deadline.Unix(), 10)

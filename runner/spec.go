@@ -2,9 +2,11 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/seccomp"
@@ -24,11 +26,26 @@ type hostFacts struct {
 	// NoFile is the sandbox's RLIMIT_NOFILE: at most the caller's hard
 	// limit (raising a hard limit needs CAP_SYS_RESOURCE).
 	NoFile uint64
+	// Init is boxer-init on the host, every sandbox's PID 1; empty when
+	// it is not installed.
+	Init string
 }
+
+// errNoInit says that boxer-init is missing, and how to get it.
+var errNoInit = fmt.Errorf("%s (every sandbox's PID 1) is not installed: run 'make deps' (builds it into %s)", InitName, daemon.LibexecDir)
+
+// InitName is boxer-init's file name: beside the boxer binary ('make
+// build') or in boxer's libexec directory ('make deps').
+const InitName = "boxer-init"
+
+// initPids is what boxer-init takes of a sandbox's pids budget: one
+// process of one thread, added to the request's.
+const initPids = 1
 
 // sandboxDirs are the host directories a sandbox binds.
 type sandboxDirs struct {
-	// Code is bound read-only at /code; empty without a language.
+	// Code is bound read-only at /code: it holds boxer-init (linkInit)
+	// and, with a language, the program's code.
 	Code string
 	// Workspace, a size-limited tmpfs on the host, is bound at /workspace.
 	Workspace string
@@ -52,10 +69,10 @@ type sandboxNet struct {
 }
 
 // sandboxLimits are the limits the kernel enforces for req on host: the
-// request's own, but under runsc the host pids limit leaves room for
-// gVisor's threads, which live in the sandbox's cgroup.
+// request's own, with room for boxer-init in the pids limit, and under
+// runsc room for gVisor's threads too, which live in the sandbox's cgroup.
 func sandboxLimits(req Request, host hostFacts) oci.Limits {
-	l := oci.Limits{MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids, TmpBytes: req.TmpBytes, NoFile: host.NoFile}
+	l := oci.Limits{MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids + initPids, TmpBytes: req.TmpBytes, NoFile: host.NoFile}
 	if req.Runtime == "runsc" {
 		l.Pids = 2*l.Pids + runscPidsOverhead
 	}
@@ -63,8 +80,9 @@ func sandboxLimits(req Request, host hostFacts) oci.Limits {
 }
 
 // buildSpec returns the OCI spec of sandbox id for a normalized request,
-// the environment of its image's config and the host's facts. A gated
-// sandbox's program waits for a line on stdin before it runs (see gated).
+// the environment of its image's config and the host's facts. Its PID 1
+// is boxer-init, which runs the program; a gated sandbox's waits for a
+// line on stdin first (a sandbox made before its request).
 func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs sandboxDirs, gate bool) (*specs.Spec, error) {
 	var presetEnv, netEnv []string
 	if dirs.Net != nil {
@@ -88,8 +106,8 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	if len(dirs.SecretEnv) > 0 {
 		args = secretEnvScript(args, dirs.SecretEnv, env)
 	}
-	if gate {
-		args = gated(args, env)
+	if dirs.Code == "" {
+		return nil, errors.New("building spec: no code directory for boxer-init")
 	}
 	profile := req.Seccomp
 	switch {
@@ -102,6 +120,7 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	opts := []oci.SpecOpts{
 		oci.WithHardenedBase,
 		oci.WithProcess(args, env, oci.Workspace),
+		oci.WithInit(gate),
 		oci.WithUser(req.UID, req.GID),
 		oci.WithLimits(sandboxLimits(req, host)),
 		oci.WithCgroupsPath(reaper.CgroupsPath(host.Namespace, id)),
@@ -110,8 +129,9 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if req.Runtime == "runsc" {
 		// The program's own process cap under gVisor, which counts
-		// RLIMIT_NPROC per sandbox (its kernel is the sandbox's alone).
-		opts = append(opts, oci.WithRlimit("RLIMIT_NPROC", uint64(req.Pids)))
+		// RLIMIT_NPROC per sandbox (its kernel is the sandbox's alone),
+		// and boxer-init's.
+		opts = append(opts, oci.WithRlimit("RLIMIT_NPROC", uint64(req.Pids+initPids)))
 	}
 	if dirs.Code != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))
@@ -133,22 +153,6 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 		return nil, fmt.Errorf("building spec: %w", err)
 	}
 	return spec, nil
-}
-
-// gated wraps a pre-created sandbox's command so that it can be started
-// before its request is known: a shell waits for one line on stdin, then
-// replaces itself with the program (exec: the program is PID 1, nothing of
-// the shell is left). dash exports PWD, which the program of a cold sandbox
-// does not get, so the gate unsets it unless the sandbox's environment sets
-// it.
-func gated(args, env []string) []string {
-	script := `read -r _ && unset PWD && exec "$@"`
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "PWD=") {
-			script = `read -r _ && exec "$@"`
-		}
-	}
-	return append([]string{"/bin/sh", "-c", script, "sh"}, args...)
 }
 
 // buildEnv merges environments, later entries replacing earlier ones by name.

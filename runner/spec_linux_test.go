@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/boxer-dev/boxer/oci"
@@ -33,7 +37,7 @@ func TestBuildSpec(t *testing.T) {
 		check func(t *testing.T, s *specs.Spec)
 	}{
 		{"python preset", norm(Request{Lang: "python", Env: []string{"HOME=/tmp"}}), dirs, false, func(t *testing.T, s *specs.Spec) {
-			if want := []string{"python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
+			if want := []string{oci.InitPath, "--", "python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
 				t.Errorf("args %q, want %q", s.Process.Args, want)
 			}
 			// Image, then preset, then request; later names win.
@@ -46,8 +50,8 @@ func TestBuildSpec(t *testing.T) {
 			if s.Linux.CgroupsPath != "/boxer/ns/bx-1" {
 				t.Errorf("cgroups path %q", s.Linux.CgroupsPath)
 			}
-			if got := *s.Linux.Resources.Pids.Limit; got != DefaultPids {
-				t.Errorf("pids %d, want %d", got, DefaultPids)
+			if got := *s.Linux.Resources.Pids.Limit; got != DefaultPids+1 {
+				t.Errorf("pids %d, want %d and boxer-init", got, DefaultPids)
 			}
 			if got := *s.Linux.Resources.Memory.Limit; got != DefaultMemory {
 				t.Errorf("memory %d", got)
@@ -65,25 +69,24 @@ func TestBuildSpec(t *testing.T) {
 				t.Error("not the default seccomp profile")
 			}
 		}},
-		{"command in an image", norm(Request{Image: "img", Args: []string{"/bin/true", "x"}, UID: 1000, GID: 100, UserSet: true}), sandboxDirs{Workspace: dirs.Workspace}, false, func(t *testing.T, s *specs.Spec) {
-			if !slices.Equal(s.Process.Args, []string{"/bin/true", "x"}) {
+		{"command in an image", norm(Request{Image: "img", Args: []string{"/bin/true", "x"}, UID: 1000, GID: 100, UserSet: true}), dirs, false, func(t *testing.T, s *specs.Spec) {
+			if !slices.Equal(s.Process.Args, []string{oci.InitPath, "--", "/bin/true", "x"}) {
 				t.Errorf("args %q", s.Process.Args)
 			}
 			if u := s.Process.User; u.UID != 1000 || u.GID != 100 {
 				t.Errorf("user %d:%d", u.UID, u.GID)
 			}
-			for _, m := range s.Mounts {
-				if m.Destination == oci.CodeDir {
-					t.Errorf("a command run has %s", oci.CodeDir)
-				}
+			// Without code, /code holds only boxer-init.
+			if !hasMount(s, oci.CodeDir, dirs.Code, "ro") {
+				t.Errorf("no read-only %s for boxer-init: %+v", oci.CodeDir, s.Mounts)
 			}
 		}},
 		{"runsc", norm(Request{Lang: "bash", Runtime: "runsc", Pids: 10}), dirs, false, func(t *testing.T, s *specs.Spec) {
-			if got := *s.Linux.Resources.Pids.Limit; got != 2*10+runscPidsOverhead {
-				t.Errorf("host pids %d, want room for gVisor's threads", got)
+			if got := *s.Linux.Resources.Pids.Limit; got != 2*(10+1)+runscPidsOverhead {
+				t.Errorf("host pids %d, want room for boxer-init and gVisor's threads", got)
 			}
-			if rl := rlimit(s, "RLIMIT_NPROC"); rl == nil || rl.Hard != 10 {
-				t.Errorf("RLIMIT_NPROC %+v, want 10", rl)
+			if rl := rlimit(s, "RLIMIT_NPROC"); rl == nil || rl.Hard != 10+1 {
+				t.Errorf("RLIMIT_NPROC %+v, want 10 and boxer-init", rl)
 			}
 		}},
 		{"custom seccomp", norm(Request{Lang: "bash", Seccomp: custom}), dirs, false, func(t *testing.T, s *specs.Spec) {
@@ -126,7 +129,7 @@ func TestBuildSpec(t *testing.T) {
 			}
 		}},
 		{"gated", norm(Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {
-			if want := []string{"/bin/sh", "-c", `read -r _ && unset PWD && exec "$@"`, "sh", "python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
+			if want := []string{oci.InitPath, "-g", "--", "python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
 				t.Errorf("args %q, want %q", s.Process.Args, want)
 			}
 		}},
@@ -163,18 +166,24 @@ func rlimit(s *specs.Spec, typ string) *specs.POSIXRlimit {
 	return nil
 }
 
-// TestGated: the gate waits for a line, then execs the program with the
-// sandbox's environment (dash's PWD removed unless the sandbox sets it).
-func TestGated(t *testing.T) {
-	args := []string{"python3", "-u", "/code/main.py"}
-	got := gated(args, []string{"PATH=/usr/bin", "HOME=/workspace"})
-	want := []string{"/bin/sh", "-c", `read -r _ && unset PWD && exec "$@"`, "sh", "python3", "-u", "/code/main.py"}
-	if !slices.Equal(got, want) {
-		t.Errorf("gated = %q, want %q", got, want)
+// TestLinkInit: boxer-init goes into the code directory at the name the
+// spec runs; without boxer-init there is no sandbox, and the error says
+// how to get it.
+func TestLinkInit(t *testing.T) {
+	init := filepath.Join(t.TempDir(), "boxer-init")
+	if err := os.WriteFile(init, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	got = gated(args, []string{"PWD=/workspace"})
-	if got[2] != `read -r _ && exec "$@"` {
-		t.Errorf("with PWD set, the gate is %q", got[2])
+	code := t.TempDir()
+	if err := linkInit(init, code); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(code, path.Base(oci.InitPath)))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("boxer-init in the code directory: %v %v", fi, err)
+	}
+	if err := linkInit("", t.TempDir()); err == nil || !strings.Contains(err.Error(), "make deps") {
+		t.Errorf("error %v, want one that says to run make deps", err)
 	}
 }
 

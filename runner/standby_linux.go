@@ -217,9 +217,7 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	if err := reaper.AdoptRunDir(sb.runDir); err != nil {
 		return sb, err
 	}
-	if req.Lang != "" {
-		sb.dirs.Code = filepath.Join(sb.runDir, "code")
-	}
+	sb.dirs.Code = filepath.Join(sb.runDir, "code")
 	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
 	if _, err := os.Stat(sb.dirs.Workspace); err != nil {
 		return sb, err
@@ -238,6 +236,7 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	pr, pw := io.Pipe()
 	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
 	sb.stdout, sb.stderr = newCapped(req.OutputLimit, nil), newCapped(req.OutputLimit, nil)
+	sb.stderr.holdInitLine()
 	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
 	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.stdin, stdout, stderr)))
 	if err != nil {

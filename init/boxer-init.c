@@ -1,0 +1,225 @@
+/*
+ * boxer-init is PID 1 of every boxer sandbox (docs/reference.md, "PID 1"):
+ * it starts the program as its only child, forwards to it every signal
+ * it gets, reaps every orphan the PID namespace hands it, and exits with
+ * the program's status as a shell reports it (128+N for a death by
+ * signal N) once the program has ended; the kernel then ends whatever is
+ * left in the namespace.
+ *
+ *   boxer-init [-g] [--] program [argument...]
+ *
+ * -g holds the program until a line comes on stdin (a sandbox made before
+ * its request: the gate), read a byte at a time so that nothing after the
+ * line is taken from the program.
+ *
+ * It runs as the sandbox's user, without capabilities, under the
+ * sandbox's seccomp filter: it needs no more than clone, execve, read,
+ * write, wait4, kill, rt_sigprocmask and rt_sigtimedwait. One process,
+ * one thread: it takes one task of the sandbox's pids budget, which boxer
+ * adds to the request's.
+ *
+ * The program is found as runc finds a container's (Go's exec.LookPath)
+ * and executed with execve only, never through a shell. When it cannot
+ * be executed, the one line "boxer-init: exec: ..." on stderr says why
+ * (the runtime's words) and the status is 127 (not found) or 126.
+ *
+ * Built static by 'make deps' and 'make build'; boxer puts it in each
+ * sandbox's read-only /code, as /code/.boxer-init.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Exit statuses, as a shell and runc report them. */
+enum { EXIT_USAGE = 125, EXIT_CANNOT_EXEC = 126, EXIT_NOT_FOUND = 127 };
+
+/* A failure to execute the program. */
+struct failure {
+	int err;      /* errno */
+	int notfound; /* the name was not found on PATH */
+};
+
+static void die(int status, const char *what)
+{
+	dprintf(2, "boxer-init: %s: %s\n", what, strerror(errno));
+	_exit(status);
+}
+
+/* executable says whether path is a file that may be executed, as Go's
+ * exec.LookPath's findExecutable does; else errno says why not. */
+static int executable(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return 0;
+	}
+	if ((st.st_mode & 0111) == 0) {
+		errno = EACCES;
+		return 0;
+	}
+	return 1;
+}
+
+/* resolve finds the file to execute for name: a name with a slash is a
+ * path; any other is looked up on PATH, an empty entry meaning the working
+ * directory. It returns NULL, with f filled in, when there is none. */
+static const char *resolve(const char *name, char *buf, size_t size, struct failure *f)
+{
+	if (strchr(name, '/') != NULL)
+		return name;
+	const char *path = getenv("PATH");
+	if (path == NULL)
+		path = "";
+	size_t n = strlen(name);
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t len = (size_t)(end - p);
+		if (len + 1 + n + 1 <= size) {
+			if (len == 0) {
+				buf[0] = '.';
+				len = 1;
+			} else {
+				memcpy(buf, p, len);
+			}
+			buf[len] = '/';
+			memcpy(buf + len + 1, name, n + 1);
+			if (executable(buf))
+				return buf;
+		}
+		if (*end == '\0')
+			break;
+		p = end;
+	}
+	f->err = ENOENT;
+	f->notfound = 1;
+	return NULL;
+}
+
+/* report says on stderr why name could not be executed, in the words runc
+ * uses, and returns the status that goes with it. */
+static int report(const char *name, const struct failure *f)
+{
+	if (f->notfound) {
+		dprintf(2, "boxer-init: exec: \"%s\": executable file not found in $PATH\n", name);
+		return EXIT_NOT_FOUND;
+	}
+	const char *why = f->err == ENOEXEC ? "exec format error" : strerror(f->err);
+	char lower[128];
+	size_t i = 0;
+	for (; why[i] != '\0' && i + 1 < sizeof lower; i++)
+		lower[i] = (why[i] >= 'A' && why[i] <= 'Z') ? (char)(why[i] - 'A' + 'a') : why[i];
+	lower[i] = '\0';
+	dprintf(2, "boxer-init: exec: \"%s\": %s\n", name, lower);
+	return f->err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+}
+
+/* gate reads stdin up to and including the first newline, one byte at a
+ * time; it exits, as the shell gate did, when stdin ends first. */
+static void gate(void)
+{
+	for (;;) {
+		char c;
+		ssize_t n = read(0, &c, 1);
+		if (n == 1 && c == '\n')
+			return;
+		if (n == 0)
+			_exit(1);
+		if (n < 0 && errno != EINTR)
+			die(1, "reading the gate");
+	}
+}
+
+/* status is how a shell reports a child's end. */
+static int status(int ws)
+{
+	if (WIFSIGNALED(ws))
+		return 128 + WTERMSIG(ws);
+	return WEXITSTATUS(ws);
+}
+
+int main(int argc, char **argv)
+{
+	int gated = 0, i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(argv[i], "-g") != 0) {
+			dprintf(2, "boxer-init: unknown flag %s\n", argv[i]);
+			return EXIT_USAGE;
+		}
+		gated = 1;
+	}
+	if (i >= argc) {
+		dprintf(2, "usage: boxer-init [-g] [--] program [argument...]\n");
+		return EXIT_USAGE;
+	}
+	char **args = argv + i;
+
+	/* Every signal is blocked and taken with sigwaitinfo: a blocked signal
+	 * is queued even for a PID 1 whose action is the default, which the
+	 * kernel would otherwise drop. The program gets the mask boxer-init
+	 * was started with. */
+	sigset_t all, orig;
+	sigfillset(&all);
+	if (sigprocmask(SIG_SETMASK, &all, &orig) < 0)
+		die(EXIT_USAGE, "blocking signals");
+
+	if (gated)
+		gate();
+
+	/* posix_spawn, not fork: the child shares boxer-init's memory until
+	 * it executes the program (clone with CLONE_VM and CLONE_VFORK), which
+	 * under gVisor saves copying an address space, and reports a failed
+	 * execve as its result. The program gets the signal mask boxer-init
+	 * was started with. */
+	char buf[4096];
+	struct failure f = {0};
+	const char *file = resolve(args[0], buf, sizeof buf, &f);
+	pid_t child = 0;
+	if (file != NULL) {
+		posix_spawnattr_t attr;
+		if ((errno = posix_spawnattr_init(&attr)) != 0 ||
+		    (errno = posix_spawnattr_setsigmask(&attr, &orig)) != 0 ||
+		    (errno = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) != 0)
+			die(EXIT_USAGE, "preparing to start the program");
+		f.err = posix_spawn(&child, file, NULL, &attr, args, environ);
+		posix_spawnattr_destroy(&attr);
+	}
+	if (file == NULL || f.err != 0)
+		return report(args[0], &f);
+
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&all, &si);
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			kill(child, sig);
+			continue;
+		}
+		/* Signals of one kind coalesce: reap every child that has ended. */
+		for (;;) {
+			int ws;
+			pid_t pid = waitpid(-1, &ws, WNOHANG);
+			if (pid <= 0)
+				break;
+			if (pid == child)
+				return status(ws);
+		}
+	}
+}
