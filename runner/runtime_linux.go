@@ -85,6 +85,15 @@ func initBinary() string {
 	return ""
 }
 
+// InitBinary is the boxer-init every sandbox runs as its PID 1, or an
+// error saying how to install it.
+func InitBinary() (string, error) {
+	if p := initBinary(); p != "" {
+		return p, nil
+	}
+	return "", errNoInit
+}
+
 // linkInit puts boxer-init (at the host path init) into a sandbox's code
 // directory, which the sandbox binds read-only: a hard link, or a copy
 // when init is on another file system. Both are root's, 0755.

@@ -78,6 +78,7 @@ func doctor(c *cli.Context) []check {
 		func() []check { return []check{containerdCheck(cfg, external)} },
 		func() []check { return []check{runcCheck(cfg, address, external)} },
 		runscChecks,
+		initChecks,
 		func() []check {
 			return []check{binaryCheck("debootstrap", true, "debootstrap", "--version", "apt-get install debootstrap (needed by 'boxer setup' and 'boxer image build')")}
 		},

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/boxer-dev/boxer/runner"
 )
 
 // removeProbeDir ends what a runsc probe under dir left running (processes
@@ -66,4 +68,16 @@ func processesNaming(s string) []int {
 		}
 	}
 	return pids
+}
+
+// initChecks says where boxer-init, every sandbox's PID 1, is found.
+func initChecks() []check {
+	ch := check{name: "boxer-init", required: true}
+	p, err := runner.InitBinary()
+	if err != nil {
+		ch.detail = err.Error()
+		return []check{ch}
+	}
+	ch.ok, ch.detail = true, p
+	return []check{ch}
 }

@@ -8,3 +8,6 @@ import "os"
 func removeProbeDir(dir string) {
 	_ = os.RemoveAll(dir)
 }
+
+// initChecks: boxer-init runs on Linux only.
+func initChecks() []check { return nil }
