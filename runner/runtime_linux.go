@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
@@ -37,10 +38,19 @@ func runscEgressFlags() []string {
 
 // runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls
-// a wrapper that adds RunscFlags to every runsc command.
-func (r *Runner) runtime(name string, egress bool) (string, any, error) {
+// a wrapper that adds RunscFlags to every runsc command. runc in a user
+// namespace of boxer's runs through a wrapper that sets its rlimits (see
+// runcUsernsWrapper).
+func (r *Runner) runtime(name string, egress, userns bool) (string, any, error) {
 	switch name {
 	case "runc":
+		if userns {
+			wrapper, err := r.runcUsernsWrapper()
+			if err != nil {
+				return "", nil, err
+			}
+			return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
+		}
 		return r.shim, nil, nil
 	case "runsc":
 		bin, err := runscBinary()
@@ -90,6 +100,19 @@ func (r *Runner) runscWrapper(bin string, egress bool) (string, error) {
 	return writeScript(filepath.Join(r.stateDir, name), b.String())
 }
 
+// runcUsernsWrapper writes the script the shim runs as its "runc" binary
+// for sandboxes in user namespaces of boxer's: runc with the sandbox's
+// rlimits (no core dumps, RLIMIT_NOFILE), which every process it starts
+// inherits. runc sets a spec's rlimits with prlimit(2) on its child once
+// the child is in the user namespace, which needs CAP_SYS_RESOURCE over a
+// namespace whose owner is not root (see userns): a root without it (in
+// some containers and VMs) could not start any sandbox.
+func (r *Runner) runcUsernsWrapper() (string, error) {
+	nofile := strconv.FormatUint(r.host.NoFile, 10)
+	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec " + shellQuote(runcBinary()) + " \"$@\"\n"
+	return writeScript(filepath.Join(r.stateDir, "runc-userns-"+nofile), script)
+}
+
 // writeScript writes an executable script once: atomically, and only when
 // its content changed, so that concurrent boxer processes agree.
 func writeScript(path, content string) (string, error) {
@@ -100,4 +123,9 @@ func writeScript(path, content string) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// shellQuote quotes s for sh: single quotes, and each ' as '\''.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
