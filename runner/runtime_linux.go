@@ -125,7 +125,7 @@ func writeScript(path, content string) (string, error) {
 	return path, nil
 }
 
-// shellQuote quotes s for sh: single quotes, and each ' as '\''.
+// shellQuote quotes s for sh: single quotes, and each ' as '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -75,7 +75,9 @@ func (ns *NS) Remove() error {
 // Mapping is the namespace's uid_map and gid_map line: 0 Base 65536.
 func (ns *NS) Mapping() string { return mapping(ns.Base) }
 
-func mapping(base uint32) string { return "0 " + strconv.FormatUint(uint64(base), 10) + " " + strconv.Itoa(Size) + "\n" }
+func mapping(base uint32) string {
+	return "0 " + strconv.FormatUint(uint64(base), 10) + " " + strconv.Itoa(Size) + "\n"
+}
 
 // create makes a namespace owned by base, the block's first id, and binds
 // it at path. The kernel charges a namespace's processes' counters
