@@ -225,3 +225,26 @@ func Release(dir, holder string) error {
 		return errors.Join(errs...)
 	})
 }
+
+// Probe makes and removes a namespace of o's range, as a sandbox's is
+// made, and says what it found: for 'boxer doctor'.
+func Probe(o Options) (string, error) {
+	dir, err := os.MkdirTemp("", "boxer-userns-probe-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := Make(o, dir, dir+"/userns")
+	if err != nil {
+		return "", err
+	}
+	owner, err := Owner(ns.Path)
+	if err == nil && owner != ns.Base {
+		err = fmt.Errorf("the namespace's owner is %d, not %d", owner, ns.Base)
+	}
+	err = errors.Join(err, ns.Remove())
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("a namespace each, from host ids %s (%d sandboxes at once)", o.Range, o.Range.Blocks()), nil
+}

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/boxer-dev/boxer/userns"
+	"github.com/urfave/cli/v2"
 )
 
 // removeProbeDir ends what a runsc probe under dir left running (processes
@@ -66,4 +69,26 @@ func processesNaming(s string) []int {
 		}
 	}
 	return pids
+}
+
+// usernsCheck makes a user namespace as a runc sandbox's is made, unless
+// the operator runs sandboxes in the host's (--userns=host).
+func usernsCheck(c *cli.Context) check {
+	ch := check{name: "userns", required: true}
+	o, err := usernsOptions(c)
+	switch {
+	case err != nil:
+		ch.detail = err.Error()
+	case o.Host:
+		ch.required, ch.detail = false, "off (--userns=host): runc sandboxes share the host's uids and per-user limits (inotify, signals, pipes)"
+	default:
+		rng, _ := userns.ParseRange(o.Range)
+		ch.detail, err = userns.Probe(userns.Options{Dir: userns.LeaseDir, Range: rng})
+		if err != nil {
+			ch.detail = err.Error() + ": install util-linux (unshare), allow user namespaces (user.max_user_namespaces > 0), or run boxer with --userns=host to share the host's ids"
+		} else {
+			ch.ok = true
+		}
+	}
+	return ch
 }

@@ -2,9 +2,18 @@
 
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
 
 // removeProbeDir removes dir: no runsc probe runs off Linux.
 func removeProbeDir(dir string) {
 	_ = os.RemoveAll(dir)
+}
+
+// usernsCheck fails off Linux.
+func usernsCheck(*cli.Context) check {
+	return check{name: "userns", required: true, detail: "user namespaces need Linux"}
 }
