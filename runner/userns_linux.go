@@ -53,7 +53,14 @@ func (sb *sandbox) makeUserns() error {
 	if sb.req.UID >= userns.Size || sb.req.GID >= userns.Size {
 		return fieldErr(FieldUser, "must be below %d:%d in the sandbox's user namespace, not %d:%d", userns.Size, userns.Size, sb.req.UID, sb.req.GID)
 	}
-	ns, err := userns.Make(sb.r.userns.opts, sb.runDir, usernsFile(sb.runDir))
+	// A sandbox with egress gets its network namespace here, owned by
+	// its user namespace (runc could not mount a fresh sysfs in one of
+	// the host's); attachLink wires it.
+	var netPath string
+	if sb.req.egress() {
+		netPath = filepath.Join(sb.runDir, "netns")
+	}
+	ns, err := userns.Make(sb.r.userns.opts, sb.runDir, usernsFile(sb.runDir), netPath)
 	if errors.Is(err, userns.ErrFull) {
 		return &fault.Error{What: err.Error(), Do: "wait for sandboxes to end, or give boxer a larger range with --userns-range", Err: err}
 	}

@@ -42,8 +42,9 @@ type NS struct {
 
 // Make leases a block for the sandbox whose run directory is runDir (the
 // lease names it: Sweep returns a block whose run directory is gone) and
-// makes its namespace, bound at path. On error nothing is left.
-func Make(o Options, runDir, path string) (ns *NS, err error) {
+// makes its namespace, bound at path; with netPath, a network namespace
+// too, owned by it and bound there. On error nothing is left.
+func Make(o Options, runDir, path, netPath string) (ns *NS, err error) {
 	dir := hostlease.Dir(o.Dir)
 	n, err := dir.Take(o.Range.firstBlock(), o.Range.Blocks(), runDir)
 	if errors.Is(err, hostlease.ErrFull) {
@@ -53,7 +54,7 @@ func Make(o Options, runDir, path string) (ns *NS, err error) {
 		return nil, err
 	}
 	ns = &NS{Path: path, Base: uint32(n) * Size, dir: dir, n: n}
-	if err := create(path, ns.Base); err != nil {
+	if err := create(path, netPath, ns.Base); err != nil {
 		return nil, errors.Join(err, ns.Remove())
 	}
 	return ns, nil
@@ -87,18 +88,27 @@ func mapping(base uint32) string {
 // setuid in a child it forks, so the child is util-linux's unshare, run as
 // base; it reports through a shell that the namespace exists, and waits
 // while boxer writes the maps and binds it.
-func create(path string, base uint32) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
-	if err != nil {
-		return fmt.Errorf("creating user namespace file: %w", err)
+func create(path, netPath string, base uint32) error {
+	args := []string{"--user"}
+	for _, p := range []string{path, netPath} {
+		if p == "" {
+			continue
+		}
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+		if err != nil {
+			return fmt.Errorf("creating namespace file: %w", err)
+		}
+		f.Close()
 	}
-	f.Close()
+	if netPath != "" {
+		args = append(args, "--net")
+	}
 	bin, err := unshareBinary()
 	if err != nil {
 		os.Remove(path)
 		return err
 	}
-	cmd := exec.Command(bin, "--user", "--", "/bin/sh", "-c", "echo && read -r _ || :")
+	cmd := exec.Command(bin, append(args, "--", "/bin/sh", "-c", "echo && read -r _ || :")...)
 	cmd.Dir, cmd.Env = "/", []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: base, Gid: base, Groups: []uint32{}},
@@ -119,7 +129,7 @@ func create(path string, base uint32) error {
 			if _, rerr := out.ReadString('\n'); rerr != nil {
 				err = fmt.Errorf("unshare ended before its namespace was made (user namespaces may be off: see 'boxer doctor')")
 			} else {
-				err = bindNew(cmd.Process.Pid, base, path)
+				err = bindNew(cmd.Process.Pid, base, path, netPath)
 			}
 			stdin.Close()
 			if werr := cmd.Wait(); err == nil && werr != nil {
@@ -129,6 +139,9 @@ func create(path string, base uint32) error {
 	}
 	if err != nil {
 		unbind(path)
+		if netPath != "" {
+			unbind(netPath)
+		}
 		return fmt.Errorf("making the sandbox's user namespace: %w", err)
 	}
 	return nil
@@ -136,7 +149,7 @@ func create(path string, base uint32) error {
 
 // bindNew maps the namespace of process pid onto base's block and binds
 // it at path.
-func bindNew(pid int, base uint32, path string) error {
+func bindNew(pid int, base uint32, path, netPath string) error {
 	proc := "/proc/" + strconv.Itoa(pid)
 	for _, m := range []string{"uid_map", "gid_map"} {
 		if err := os.WriteFile(proc+"/"+m, []byte(mapping(base)), 0); err != nil {
@@ -145,6 +158,11 @@ func bindNew(pid int, base uint32, path string) error {
 	}
 	if err := unix.Mount(proc+"/ns/user", path, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding user namespace: %w", err)
+	}
+	if netPath != "" {
+		if err := unix.Mount(proc+"/ns/net", netPath, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding network namespace: %w", err)
+		}
 	}
 	return nil
 }
@@ -234,7 +252,7 @@ func Probe(o Options) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	ns, err := Make(o, dir, dir+"/userns")
+	ns, err := Make(o, dir, dir+"/userns", "")
 	if err != nil {
 		return "", err
 	}

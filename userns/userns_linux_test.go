@@ -23,7 +23,7 @@ func TestMake(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		ns, err := Make(o, run, filepath.Join(run, "userns"))
+		ns, err := Make(o, run, filepath.Join(run, "userns"), "")
 		if err != nil {
 			t.Fatalf("Make: %v", err)
 		}
@@ -37,7 +37,7 @@ func TestMake(t *testing.T) {
 			t.Errorf("owner = %d (%v), want %d", owner, err, ns.Base)
 		}
 	}
-	if _, err := Make(o, tmp, filepath.Join(tmp, "userns")); err == nil || !strings.Contains(err.Error(), ErrFull.Error()) {
+	if _, err := Make(o, tmp, filepath.Join(tmp, "userns"), ""); err == nil || !strings.Contains(err.Error(), ErrFull.Error()) {
 		t.Errorf("third Make: %v, want %v", err, ErrFull)
 	}
 	if _, err := os.Stat(filepath.Join(tmp, "userns")); !os.IsNotExist(err) {
