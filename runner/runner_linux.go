@@ -113,6 +113,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		if v2 {
 			r.useShimWrapper(ctx)
 		}
+		if err := r.checkBundlesWalkable(); err != nil {
+			client.Close()
+			return nil, err
+		}
 	}
 	if o.SharedShims > 0 {
 		if v2 {

@@ -142,3 +142,24 @@ func (r *Runner) sweep(ctx context.Context) {
 		log.G(ctx).WithError(err).Warn("sweeping user id blocks")
 	}
 }
+
+// checkBundlesWalkable: a sandbox's root in its user namespace, a host id
+// of its own, walks down to its task's bundle, so every directory above
+// the bundles must let others search it (as /run does). Said at once,
+// not as runc's "permission denied" on the first run.
+func (r *Runner) checkBundlesWalkable() error {
+	if r.userns.host || r.bundlesDir == "" {
+		return nil
+	}
+	for d := filepath.Dir(r.bundlesDir); ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			return &fault.Error{
+				What: fmt.Sprintf("%s (mode %04o) is not searchable by other users, and sandboxes in user namespaces of their own must walk through it to their root", d, st.Mode().Perm()),
+				Do:   "chmod o+x it (as /run is), move boxer's state (BOXER_STATE) elsewhere, or run boxer with --userns=host",
+			}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
