@@ -106,10 +106,11 @@ func (r *Runner) runscWrapper(bin string, egress bool) (string, error) {
 // inherits. runc sets a spec's rlimits with prlimit(2) on its child once
 // the child is in the user namespace, which needs CAP_SYS_RESOURCE over a
 // namespace whose owner is not root (see userns): a root without it (in
-// some containers and VMs) could not start any sandbox.
+// some containers and VMs) could not start any sandbox. The runc is the
+// one the shim would run: the first on its PATH.
 func (r *Runner) runcUsernsWrapper() (string, error) {
 	nofile := strconv.FormatUint(r.host.NoFile, 10)
-	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec " + shellQuote(runcBinary()) + " \"$@\"\n"
+	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
 	return writeScript(filepath.Join(r.stateDir, "runc-userns-"+nofile), script)
 }
 
@@ -123,9 +124,4 @@ func writeScript(path, content string) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
-}
-
-// shellQuote quotes s for sh: single quotes, and each ' as '\”.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
