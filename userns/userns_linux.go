@@ -73,9 +73,6 @@ func (ns *NS) Remove() error {
 	return ns.dir.Release(ns.n)
 }
 
-// Mapping is the namespace's uid_map and gid_map line: 0 Base 65536.
-func (ns *NS) Mapping() string { return mapping(ns.Base) }
-
 func mapping(base uint32) string {
 	return "0 " + strconv.FormatUint(uint64(base), 10) + " " + strconv.Itoa(Size) + "\n"
 }
