@@ -344,3 +344,27 @@ func TestUsernsLeasesReturned(t *testing.T) {
 	held("session rm", 0)
 	assertClean(t)
 }
+
+// TestUsernsStandby: a standby is made with its run's user namespace
+// setting, and a run of the other setting never takes it.
+func TestUsernsStandby(t *testing.T) {
+	t.Cleanup(func() { endStandbys(t) })
+	args := []string{"--debug", "run", "--lang", "bash", "-c", "cat /proc/self/uid_map"}
+	host := append([]string{"--userns=host"}, args...)
+	if r := boxer(t, withStandby("5m"), host...); r.code != 0 {
+		t.Fatalf("first run: %s", r.stderr)
+	}
+	waitStandbys(t, 1)
+	r := boxer(t, withStandby("5m"), args...)
+	if f := strings.Fields(r.stdout); r.code != 0 || claimed(r) || len(f) != 3 || f[1] == "0" {
+		t.Errorf("a run in its own namespace: %d %q, claimed %v; want its own map, not the host's standby", r.code, r.stdout, claimed(r))
+	}
+	waitStandbys(t, 1)
+	r = boxer(t, withStandby("5m"), host...)
+	if f := strings.Fields(r.stdout); r.code != 0 || claimed(r) || len(f) != 3 || f[1] != "0" {
+		t.Errorf("a run with --userns=host: %d %q, claimed %v; want the host's map, not a private standby", r.code, r.stdout, claimed(r))
+	}
+	waitStandbys(t, 1)
+	endStandbys(t)
+	assertClean(t)
+}

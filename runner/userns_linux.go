@@ -21,8 +21,14 @@ type usernsSetup struct {
 
 // newUsernsSetup checks the operator's user namespace settings.
 func newUsernsSetup(o UsernsOptions) (usernsSetup, error) {
+	if o.Dir == "" {
+		o.Dir = userns.LeaseDir
+	}
+	// The leases are known either way: a Runner that gives sandboxes
+	// none still returns the blocks of those it removes (a standby's, a
+	// leftover of another boxer's).
 	if o.Host {
-		return usernsSetup{host: true}, nil
+		return usernsSetup{host: true, opts: userns.Options{Dir: o.Dir}}, nil
 	}
 	if o.Range == "" {
 		o.Range = userns.DefaultRange
@@ -30,9 +36,6 @@ func newUsernsSetup(o UsernsOptions) (usernsSetup, error) {
 	rng, err := userns.ParseRange(o.Range)
 	if err != nil {
 		return usernsSetup{}, err
-	}
-	if o.Dir == "" {
-		o.Dir = userns.LeaseDir
 	}
 	return usernsSetup{opts: userns.Options{Dir: o.Dir, Range: rng}}, nil
 }
@@ -122,11 +125,9 @@ func (sb *sandbox) adoptUserns() error {
 }
 
 // releaseUserns returns the block of the sandbox whose run directory is
-// runDir (gone, with its namespace's bind mount, and its processes).
+// runDir (gone, with its namespace's bind mount, and its processes),
+// whoever made it and whatever this Runner's setting.
 func (r *Runner) releaseUserns(runDir string) error {
-	if r.userns.host {
-		return nil
-	}
 	return userns.Release(r.userns.opts.Dir, runDir)
 }
 
@@ -135,9 +136,6 @@ func (r *Runner) releaseUserns(runDir string) error {
 // dead boxer processes): their links and their blocks of ids.
 func (r *Runner) sweep(ctx context.Context) {
 	r.sweepLinks(ctx)
-	if r.userns.host {
-		return
-	}
 	if err := userns.Sweep(r.userns.opts.Dir); err != nil {
 		log.G(ctx).WithError(err).Warn("sweeping user id blocks")
 	}
