@@ -21,6 +21,7 @@ func TestPackageDirection(t *testing.T) {
 		"reaper":    {"runner", "cmd", "server", "oci", "seccomp", "snapshots", "daemon"},
 		"egress":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets"},
 		"secrets":   {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress"},
+		"userns":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress", "secrets"},
 		"runner":    {"cmd", "server"},
 		"server":    {"cmd"},
 	}
@@ -48,7 +49,7 @@ func TestNonLinuxBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
 	}
-	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./runner/", "./server/"}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./runner/", "./server/"}
 	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
 	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -4,12 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
-	"golang.org/x/sys/unix"
+	hostlease "github.com/boxer-dev/boxer/internal/lease"
 )
 
 // A lease is one /30 of the egress range, held by one sandbox: its number
@@ -52,63 +50,23 @@ func leaseCount(rng netip.Prefix) int {
 // takeLease writes the lowest free lease of rng for the sandbox whose run
 // directory is holder.
 func takeLease(dir string, rng netip.Prefix, holder string) (lease, error) {
-	var l lease
-	err := withLock(dir, func() error {
-		held, err := leases(dir)
-		if err != nil {
-			return err
-		}
-		for n := 0; n < leaseCount(rng); n++ {
-			if _, ok := held[n]; ok {
-				continue
-			}
-			l = lease{dir: dir, n: n}
-			return os.WriteFile(l.file(), []byte(holder), 0o600)
-		}
-		return fmt.Errorf("egress range %s is full (%d sandboxes with network): wait, or give a larger one with --net-range", rng, leaseCount(rng))
-	})
-	return l, err
+	n, err := hostlease.Dir(dir).Take(0, leaseCount(rng), holder)
+	if errors.Is(err, hostlease.ErrFull) {
+		return lease{}, fmt.Errorf("egress range %s is full (%d sandboxes with network): wait, or give a larger one with --net-range", rng, leaseCount(rng))
+	}
+	return lease{dir: dir, n: n}, err
 }
 
 // release removes the lease file.
 func (l lease) release() error {
-	if err := os.Remove(l.file()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := hostlease.Dir(l.dir).Release(l.n); err != nil {
 		return fmt.Errorf("releasing address lease: %w", err)
 	}
 	return nil
 }
 
 // leases reads the held leases: number to holder.
-func leases(dir string) (map[int]string, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading address leases: %w", err)
-	}
-	held := map[int]string{}
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		holder, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-		held[n] = strings.TrimSpace(string(holder))
-	}
-	return held, nil
-}
+func leases(dir string) (map[int]string, error) { return hostlease.Dir(dir).Held() }
 
 // withLock runs fn holding dir's lock file exclusively.
-func withLock(dir string, fn func() error) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("opening lease lock: %w", err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("locking leases: %w", err)
-	}
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
-	return fn()
-}
+func withLock(dir string, fn func() error) error { return hostlease.Dir(dir).Locked(fn) }

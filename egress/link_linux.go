@@ -200,6 +200,13 @@ func (l *Link) wire() error {
 // it): the sandbox has no IPv6 at all, so none can slip past the IPv4
 // rules.
 func makeNetns(path string) (err error) {
+	if ns, err := netns.GetFromPath(path); err == nil {
+		// Made by the caller, in the sandbox's user namespace (whose
+		// runtime could not mount a fresh sysfs in a network namespace
+		// of the host's): IPv6 off in it.
+		defer ns.Close()
+		return runInNetns(ns, disableIPv6)
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
 		return fmt.Errorf("creating network namespace file: %w", err)
@@ -236,16 +243,54 @@ func makeNetns(path string) (err error) {
 // insideNetns runs on a thread in the new namespace: IPv6 off, then the
 // bind mount that keeps the namespace alive.
 func insideNetns(path string) error {
-	for _, k := range []string{"all", "default"} {
-		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil {
-			return fmt.Errorf("disabling IPv6 in the sandbox's namespace: %w", err)
-		}
+	if err := disableIPv6(); err != nil {
+		return err
 	}
 	src := "/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/ns/net"
 	if err := unix.Mount(src, path, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("binding network namespace: %w", err)
 	}
 	return nil
+}
+
+// disableIPv6 turns IPv6 off in the calling thread's network namespace.
+func disableIPv6() error {
+	for _, k := range []string{"all", "default"} {
+		if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("disabling IPv6 in the sandbox's namespace: %w", err)
+		}
+	}
+	return nil
+}
+
+// runInNetns runs fn on a thread in ns.
+func runInNetns(ns netns.NsHandle, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// A thread that cannot go back to the host's namespace is never
+		// unlocked: it ends with this goroutine.
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("reading the current network namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(ns); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("entering the sandbox's network namespace: %w", err)
+			return
+		}
+		err = fn()
+		if serr := netns.Set(orig); serr != nil {
+			errc <- errors.Join(err, fmt.Errorf("returning to the host's network namespace: %w", serr))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- err
+	}()
+	return <-errc
 }
 
 // removeNetns unbinds and removes a namespace made by makeNetns. Once no

@@ -29,6 +29,8 @@ func TestContainerd16Daemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As /run is (see TestMain).
+	must(t, os.Chmod(base, 0o711))
 	env := append(boxerEnv(filepath.Join(base, "r"), filepath.Join(base, "s")), "BOXER_CONTAINERD="+compatContainerd)
 	t.Cleanup(func() {
 		stopDaemon(env)

@@ -19,6 +19,8 @@ func TestPrivateDaemonRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As /run is (see TestMain).
+	must(t, os.Chmod(base, 0o711))
 	root, state := filepath.Join(base, "r"), filepath.Join(base, "s")
 	env := boxerEnv(root, state)
 	t.Cleanup(func() {

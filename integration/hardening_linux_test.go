@@ -51,10 +51,20 @@ for p in ["/x", "/etc/passwd", "/bin/sh", "/code/main.py"]:
     except OSError as e:
         print(p, errno.errorcode[e.errno])
 `
-	// As uid 0 (still without any capability) file permissions allow the
-	// writes, so only the read-only mounts stand in the way.
-	res, _ := python(t, code, "--user", "0:0")
+	// As uid 0 of the host's user namespace (still without any
+	// capability) file permissions allow the writes, so only the
+	// read-only mounts stand in the way.
+	res := pythonIn(t, []string{"BOXER_USERNS=host"}, code, "--user", "0:0")
 	for _, want := range []string{"/x EROFS", "/etc/passwd EROFS", "/bin/sh EROFS", "/code/main.py EROFS"} {
+		if !strings.Contains(res.Stdout, want+"\n") {
+			t.Errorf("as 0:0 with --userns=host want %q in output:\n%s%s", want, res.Stdout, res.Stderr)
+		}
+	}
+	// In its own user namespace, uid 0 is not the host root that owns
+	// the files: permissions refuse first, the mount still refuses a
+	// new file.
+	res, _ = python(t, code, "--user", "0:0")
+	for _, want := range []string{"/x EROFS", "/etc/passwd EACCES", "/bin/sh EACCES", "/code/main.py EACCES"} {
 		if !strings.Contains(res.Stdout, want+"\n") {
 			t.Errorf("as 0:0 want %q in output:\n%s%s", want, res.Stdout, res.Stderr)
 		}

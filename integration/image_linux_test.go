@@ -94,7 +94,7 @@ func TestDoctor(t *testing.T) {
 			names = append(names, f[1])
 		}
 	}
-	if want := []string{"root", "kernel", "cgroups", "containerd", "runc", "runsc", "boxer-init", "debootstrap", "socket", "image"}; !slices.Equal(names, want) {
+	if want := []string{"root", "kernel", "cgroups", "userns", "containerd", "runc", "runsc", "boxer-init", "debootstrap", "socket", "image"}; !slices.Equal(names, want) {
 		t.Errorf("doctor's checks %q, want %q in that order:\n%s", names, want, r.stdout)
 	}
 	// A namespace without the image: a required check fails, with the fix.

@@ -60,6 +60,12 @@ func testMain(m *testing.M) int {
 			os.Exit(1)
 		}
 	}()
+	// As /run is: a sandbox's root in its user namespace, a host uid of
+	// its own, walks down to its task's bundle.
+	if err := os.Chmod(base, 0o711); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	boxerBin = filepath.Join(base, "boxer")
 	build := exec.Command("go", "build", "-o", boxerBin, "../cmd/boxer")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -362,6 +368,9 @@ func assertClean(t *testing.T) {
 	}
 	for _, p := range runtimeState() {
 		t.Errorf("runtime state left behind: %s", p)
+	}
+	for _, h := range usernsLeases() {
+		t.Errorf("user id block left leased to %s", h)
 	}
 	assertNoLinks(t)
 }

@@ -160,6 +160,8 @@ func TestDoctorWarnsOldRunc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As /run is (see TestMain).
+	must(t, os.Chmod(base, 0o711))
 	bin := filepath.Join(base, "bin")
 	must(t, os.Mkdir(bin, 0o755))
 	must(t, os.Symlink(filepath.Join(daemon.LibexecDir, "containerd"), filepath.Join(bin, "containerd")))

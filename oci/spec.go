@@ -5,6 +5,7 @@ package oci
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/containerd/containerd/v2/core/containers"
@@ -377,4 +378,26 @@ func WithTmpfs(destination string, size int64, uid, gid uint32) SpecOpts {
 		})
 		return nil
 	}
+}
+
+// WithUserNamespace joins the user namespace bound at path (made by boxer,
+// owned by host id base) that maps ids 0 to size-1 onto base onwards. The
+// maps are written too, as the namespace's own: containerd reads them to
+// let the mapped root into the task's bundle, and runc checks that they
+// match the namespace.
+func WithUserNamespace(path string, base, size uint32) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		l := linux(s)
+		l.Namespaces = append(l.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace, Path: path})
+		m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: base, Size: size}}
+		l.UIDMappings, l.GIDMappings = m, slices.Clone(m)
+		return nil
+	}
+}
+
+// WithoutRlimits removes the process's rlimits: it inherits the runtime's,
+// which a wrapper around the runtime sets.
+func WithoutRlimits(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+	process(s).Rlimits = nil
+	return nil
 }

@@ -119,11 +119,11 @@ func WorkspaceDir(runDir string) string { return filepath.Join(runDir, "workspac
 // secrets) is mounted.
 func RunMountDir(runDir string) string { return filepath.Join(runDir, "run") }
 
-// RemoveRunDir unmounts a run directory's workspace, secrets and network
-// namespace, if any, and removes the directory; it never removes through a
-// mount.
+// RemoveRunDir unmounts a run directory's workspace, secrets, network
+// namespace and user namespace, if any, and removes the directory; it
+// never removes through a mount.
 func RemoveRunDir(dir string) error {
-	for _, m := range []string{WorkspaceDir(dir), RunMountDir(dir), filepath.Join(dir, "netns")} {
+	for _, m := range []string{WorkspaceDir(dir), RunMountDir(dir), filepath.Join(dir, "netns"), filepath.Join(dir, "userns")} {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("unmounting %s: %w", m, err)
 		}

@@ -59,6 +59,14 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	if err := cgroups.Destroy(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id), cgroupGrace); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) == 0 {
+		// Its processes are gone, and with its run directory the bind
+		// mount of its namespace: its block of ids may serve another.
+		// Else the reaper's sweep returns it once the directory is gone.
+		if err := sb.r.releaseUserns(sb.runDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if sb.anchor {
 		// An anchor's sandbox record (see shims_linux.go).
 		if err := sb.r.client.SandboxStore().Delete(cctx, sb.id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {

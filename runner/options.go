@@ -24,6 +24,8 @@ type Options struct {
 	// Egress is the operator's setting of the way out of sandboxes that
 	// have network egress.
 	Egress EgressOptions
+	// Userns is the operator's setting of runc sandboxes' user namespaces.
+	Userns UsernsOptions
 	// Secrets are the values requests may name (Request.Secrets); nil
 	// holds none.
 	Secrets *secrets.Store
@@ -65,6 +67,22 @@ type EgressOptions struct {
 	// Host name, reach addresses that only a name entry allows (see
 	// egress.Config.AllowNoSNI).
 	AllowNoSNI bool
+}
+
+// UsernsOptions are the operator's settings of runc sandboxes' user
+// namespaces: by default each sandbox has its own, mapping ids 0-65535
+// onto a block of host ids that no other live sandbox has.
+type UsernsOptions struct {
+	// Host runs sandboxes in the host's user namespace, as boxer did
+	// before: they share the host's ids and per-user counters. Only when
+	// the operator asks (--userns=host).
+	Host bool
+	// Range is the host ids the blocks come from, START:COUNT; empty
+	// means userns.DefaultRange.
+	Range string
+	// Dir holds the blocks' leases; empty means userns.LeaseDir (tests
+	// set their own).
+	Dir string
 }
 
 // DefaultShimRuns is how many sandboxes a shared shim serves before a new

@@ -52,6 +52,7 @@ type Runner struct {
 	private bool
 	reaper  *reaper.Reaper
 	egress  egressSetup
+	userns  usernsSetup
 	pool    *pool
 	// shims are the shared shims of runc sandboxes; nil: a shim each.
 	shims      *shimSet
@@ -100,6 +101,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		client.Close()
 		return nil, err
 	}
+	if r.userns, err = newUsernsSetup(o.Userns); err != nil {
+		client.Close()
+		return nil, err
+	}
 	v2 := r.containerd2(ctx)
 	if address == o.Daemon.Address() {
 		r.private = true
@@ -107,6 +112,10 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		r.realShim, _ = o.Daemon.RuncShimPath()
 		if v2 {
 			r.useShimWrapper(ctx)
+		}
+		if err := r.checkBundlesWalkable(); err != nil {
+			client.Close()
+			return nil, err
 		}
 	}
 	if o.SharedShims > 0 {
@@ -120,7 +129,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		r.reaper = reaper.Start(ctx, reaper.Config{
 			Client: client, Namespace: r.namespace, Address: address,
 			Runs: r.runsDir, State: r.stateDir, Bundles: r.bundlesDir, Shim: r.realShim, Runc: runcBinary(),
-			Cgroups: r.cgroups, Destroy: r.destroyLeftover, After: r.sweepLinks,
+			Cgroups: r.cgroups, Destroy: r.destroyLeftover, After: r.sweep,
 		})
 	}
 	return r, nil

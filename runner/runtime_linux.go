@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
@@ -40,10 +41,19 @@ func runscEgressFlags() []string {
 
 // runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls
-// a wrapper that adds RunscFlags to every runsc command.
-func (r *Runner) runtime(name string, egress bool) (string, any, error) {
+// a wrapper that adds RunscFlags to every runsc command. runc in a user
+// namespace of boxer's runs through a wrapper that sets its rlimits (see
+// runcUsernsWrapper).
+func (r *Runner) runtime(name string, egress, userns bool) (string, any, error) {
 	switch name {
 	case "runc":
+		if userns {
+			wrapper, err := r.runcUsernsWrapper()
+			if err != nil {
+				return "", nil, err
+			}
+			return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
+		}
 		return r.shim, nil, nil
 	case "runsc":
 		bin, err := runscBinary()
@@ -153,6 +163,20 @@ func (r *Runner) runscWrapper(bin string, egress bool) (string, error) {
 	}
 	b.WriteString(" \"$@\"\n")
 	return writeScript(filepath.Join(r.stateDir, name), b.String())
+}
+
+// runcUsernsWrapper writes the script the shim runs as its "runc" binary
+// for sandboxes in user namespaces of boxer's: runc with the sandbox's
+// rlimits (no core dumps, RLIMIT_NOFILE), which every process it starts
+// inherits. runc sets a spec's rlimits with prlimit(2) on its child once
+// the child is in the user namespace, which needs CAP_SYS_RESOURCE over a
+// namespace whose owner is not root (see userns): a root without it (in
+// some containers and VMs) could not start any sandbox. The runc is the
+// one the shim would run: the first on its PATH.
+func (r *Runner) runcUsernsWrapper() (string, error) {
+	nofile := strconv.FormatUint(r.host.NoFile, 10)
+	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
+	return writeScript(filepath.Join(r.stateDir, "runc-userns-"+nofile), script)
 }
 
 // writeScript writes an executable script once: atomically, and only when

@@ -148,6 +148,12 @@ func (sb *sandbox) prepare() error {
 	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.r.namespace, sb.id); err != nil {
 		return err
 	}
+	if sb.wantsUserns() {
+		if err := sb.makeUserns(); err != nil {
+			return err
+		}
+	}
+	uid, gid := sb.hostIDs()
 	sb.dirs.Code = filepath.Join(sb.runDir, "code")
 	if err := os.Mkdir(sb.dirs.Code, 0o755); err != nil {
 		return fmt.Errorf("creating code directory: %w", err)
@@ -156,7 +162,7 @@ func (sb *sandbox) prepare() error {
 		return err
 	}
 	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
+	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 		return err
 	}
 	if err := sb.prepareSecrets(); err != nil {
@@ -195,7 +201,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		labels[reaper.LabelAnchor] = "true"
 	}
 	maps.Copy(labels, sb.standby)
-	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil)
+	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil, sb.dirs.Userns != nil)
 	if err != nil {
 		return err
 	}
@@ -314,12 +320,13 @@ func (sb *sandbox) deliver(d delivery) error {
 			return err
 		}
 	}
+	uid, gid := sb.hostIDs()
 	if d.CopyIn != "" {
-		if err := copyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
+		if err := copyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	return writeFiles(sb.dirs.Workspace, d.Files, sb.req.UID, sb.req.GID)
+	return writeFiles(sb.dirs.Workspace, d.Files, uid, gid)
 }
 
 // start lets the program run (the task starts, or the gate gets its line)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/userns"
 )
 
 // TestSandboxStates: steps go one way, a step out of turn is a typed
@@ -23,7 +24,14 @@ func TestSandboxStates(t *testing.T) {
 	if err := os.WriteFile(init, nil, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: hostFacts{Init: init}}
+	leases := t.TempDir()
+	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: hostFacts{Init: init},
+		userns: usernsSetup{opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}
+	t.Cleanup(func() {
+		if held, _ := filepath.Glob(filepath.Join(leases, "[0-9]*")); len(held) > 0 {
+			t.Errorf("user id blocks left leased: %v", held)
+		}
+	})
 	req, err := Request{Lang: "python"}.Normalize()
 	if err != nil {
 		t.Fatal(err)

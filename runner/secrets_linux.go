@@ -66,7 +66,8 @@ func (sb *sandbox) prepareSecrets() error {
 // writeSecrets writes the delivered secrets into dir, readable by the
 // sandbox user only.
 func (sb *sandbox) writeSecrets(dir string) error {
-	uid, gid := int(sb.req.UID), int(sb.req.GID)
+	hu, hg := sb.hostIDs()
+	uid, gid := int(hu), int(hg)
 	if err := os.Mkdir(dir, 0o500); err != nil {
 		return fmt.Errorf("creating %s: %w", SecretsDir, err)
 	}

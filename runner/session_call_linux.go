@@ -110,7 +110,11 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	}
 	defer os.Remove(codeFile)
 	workspace := reaper.WorkspaceDir(s.runDir)
-	if err := writeFiles(workspace, call.Files, req.UID, req.GID); err != nil {
+	uid, gid, err := hostIDsOf(s.runDir, req.UID, req.GID)
+	if err != nil {
+		return res, err
+	}
+	if err := writeFiles(workspace, call.Files, uid, gid); err != nil {
 		return res, err
 	}
 	stdout, stderr := newCapped(call.OutputLimit, call.Stdout), newCapped(call.OutputLimit, call.Stderr)

@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sessionWorkspace opens session id's workspace for caller.
+// sessionWorkspace opens session id's workspace for caller, and returns
+// the session's request with the host's ids of its user (see hostIDsOf):
+// whose files boxer writes there are.
 func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.Root, Request, error) {
 	s, err := r.loadSession(ctx, id, caller, false)
 	if err != nil {
@@ -27,7 +29,12 @@ func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.R
 		return nil, Request{}, fmt.Errorf("opening session workspace: %w", err)
 	}
 	s.touch(ctx, time.Now())
-	return root, s.rec.Request, nil
+	req := s.rec.Request
+	if req.UID, req.GID, err = hostIDsOf(s.runDir, req.UID, req.GID); err != nil {
+		root.Close()
+		return nil, Request{}, err
+	}
+	return root, req, nil
 }
 
 // checkSessionPath refuses a path that is not relative to /workspace.

@@ -208,12 +208,13 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), rec, 0o600); err != nil {
 		return fmt.Errorf("writing session record: %w", err)
 	}
+	uid, gid := sb.hostIDs()
 	if sb.req.CopyIn != "" {
-		if err := copyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, sb.req.UID, sb.req.GID); err != nil {
+		if err := copyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	if err := writeFiles(sb.dirs.Workspace, sb.req.Files, sb.req.UID, sb.req.GID); err != nil {
+	if err := writeFiles(sb.dirs.Workspace, sb.req.Files, uid, gid); err != nil {
 		return err
 	}
 	if err := sb.to(stateRunning, stateCreated); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/seccomp"
+	"github.com/boxer-dev/boxer/userns"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -58,6 +59,15 @@ type sandboxDirs struct {
 	SecretEnv []string
 	// Trust: point the program's clients at TrustBundle.
 	Trust bool
+	// Userns is the sandbox's user namespace; nil: the host's.
+	Userns *sandboxUserns
+}
+
+// sandboxUserns is a sandbox's user namespace: bound at Path, mapping ids
+// 0-65535 inside onto Base onwards.
+type sandboxUserns struct {
+	Path string
+	Base uint32
 }
 
 // sandboxNet is what a sandbox with egress gets of its link.
@@ -132,6 +142,10 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 		// RLIMIT_NPROC per sandbox (its kernel is the sandbox's alone),
 		// and boxer-init's.
 		opts = append(opts, oci.WithRlimit("RLIMIT_NPROC", uint64(req.Pids+initPids)))
+	}
+	if dirs.Userns != nil {
+		// runc's wrapper sets the rlimits (see runcUsernsWrapper).
+		opts = append(opts, oci.WithUserNamespace(dirs.Userns.Path, dirs.Userns.Base, userns.Size), oci.WithoutRlimits)
 	}
 	if dirs.Code != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))

@@ -28,6 +28,8 @@ func TestBuildSpec(t *testing.T) {
 		}
 		return n
 	}
+	usernsDirs := dirs
+	usernsDirs.Userns = &sandboxUserns{Path: "/run/boxer/runs/bx-1/userns", Base: 1 << 31}
 	custom := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}}
 	tests := []struct {
 		name  string
@@ -126,6 +128,23 @@ func TestBuildSpec(t *testing.T) {
 				if m.Destination == PackagesDir {
 					t.Error("a packages mount in an image that may not hold its mount point")
 				}
+			}
+		}},
+		{"user namespace", norm(Request{Lang: "python"}), usernsDirs, false, func(t *testing.T, s *specs.Spec) {
+			want := specs.LinuxNamespace{Type: specs.UserNamespace, Path: usernsDirs.Userns.Path}
+			if !slices.Contains(s.Linux.Namespaces, want) {
+				t.Errorf("namespaces %+v, want %+v among them", s.Linux.Namespaces, want)
+			}
+			m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 31, Size: 65536}}
+			if !slices.Equal(s.Linux.UIDMappings, m) || !slices.Equal(s.Linux.GIDMappings, m) {
+				t.Errorf("maps %+v %+v, want %+v", s.Linux.UIDMappings, s.Linux.GIDMappings, m)
+			}
+			// runc's wrapper sets them (see runcUsernsWrapper).
+			if len(s.Process.Rlimits) != 0 {
+				t.Errorf("rlimits %+v, want none", s.Process.Rlimits)
+			}
+			if u := s.Process.User; u.UID != DefaultUID || u.GID != DefaultGID {
+				t.Errorf("user %d:%d, want the ids inside", u.UID, u.GID)
 			}
 		}},
 		{"gated", norm(Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {

@@ -222,6 +222,9 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	if _, err := os.Stat(sb.dirs.Workspace); err != nil {
 		return sb, err
 	}
+	if err := sb.adoptUserns(); err != nil {
+		return sb, err
+	}
 	// An image rebuilt since the standby was made (same name, new
 	// content) is the run's: the standby's root is not.
 	opCtx := context.WithoutCancel(ctx)

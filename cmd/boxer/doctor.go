@@ -75,6 +75,7 @@ func doctor(c *cli.Context) []check {
 		func() []check { return []check{rootCheck(c)} },
 		func() []check { return []check{kernelCheck()} },
 		func() []check { return []check{cgroupsCheck()} },
+		func() []check { return []check{usernsCheck(c)} },
 		func() []check { return []check{containerdCheck(cfg, external)} },
 		func() []check { return []check{runcCheck(cfg, address, external)} },
 		runscChecks,

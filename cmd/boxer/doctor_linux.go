@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/boxer-dev/boxer/runner"
+	"github.com/boxer-dev/boxer/userns"
+	"github.com/urfave/cli/v2"
 )
 
 // removeProbeDir ends what a runsc probe under dir left running (processes
@@ -80,4 +82,26 @@ func initChecks() []check {
 	}
 	ch.ok, ch.detail = true, p
 	return []check{ch}
+}
+
+// usernsCheck makes a user namespace as a runc sandbox's is made, unless
+// the operator runs sandboxes in the host's (--userns=host).
+func usernsCheck(c *cli.Context) check {
+	ch := check{name: "userns", required: true}
+	o, err := usernsOptions(c)
+	switch {
+	case err != nil:
+		ch.detail = err.Error()
+	case o.Host:
+		ch.required, ch.detail = false, "off (--userns=host): runc sandboxes share the host's uids and per-user limits (inotify, signals, pipes)"
+	default:
+		rng, _ := userns.ParseRange(o.Range)
+		ch.detail, err = userns.Probe(userns.Options{Dir: userns.LeaseDir, Range: rng})
+		if err != nil {
+			ch.detail = err.Error() + ": install util-linux (unshare), allow user namespaces (user.max_user_namespaces > 0), or run boxer with --userns=host to share the host's ids"
+		} else {
+			ch.ok = true
+		}
+	}
+	return ch
 }

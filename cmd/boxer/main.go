@@ -96,6 +96,8 @@ then 'sudo boxer run --lang python -c "print(1)"'. 'boxer doctor' checks the hos
 			&cli.StringFlag{Name: "dns-upstream", Usage: "resolver `HOST:PORT` boxer asks about allowed names (default: the host's first nameserver)", EnvVars: []string{"BOXER_DNS_UPSTREAM"}},
 			&cli.BoolFlag{Name: "allow-no-sni", Usage: "let TLS without a server name (SNI), and plain HTTP without a Host name, reach addresses that only a name in --allow-host allows", EnvVars: []string{"BOXER_ALLOW_NO_SNI"}},
 			&cli.StringFlag{Name: "egress-netns", Usage: "network namespace `PATH` (e.g. /run/netns/egress) that sandboxes' allowed connections and DNS queries leave from (default: the host's)", EnvVars: []string{"BOXER_EGRESS_NETNS"}},
+			usernsFlag(),
+			usernsRangeFlag(),
 		},
 		Before: func(c *cli.Context) error {
 			if c.Bool("debug") {
@@ -216,6 +218,10 @@ func connect(c *cli.Context, progress io.Writer, reap bool, more ...func(*runner
 			Netns:       c.String("egress-netns"),
 			AllowNoSNI:  c.Bool("allow-no-sni"),
 		},
+	}
+	var err error
+	if o.Userns, err = usernsOptions(c); err != nil {
+		return nil, err
 	}
 	for _, f := range more {
 		f(&o)

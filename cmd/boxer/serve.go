@@ -54,6 +54,7 @@ loopback needs --token-file. SIGTERM lets runs in flight finish
 	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
 	cmd.Flags = append(cmd.Flags, shimFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
+	cmd.Flags = append(cmd.Flags, usernsFlag())
 	cmd.Flags = append(cmd.Flags, operatorFileFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSessionFlags()...)

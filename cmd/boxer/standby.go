@@ -88,6 +88,14 @@ func startStandbyMaker(c *cli.Context, order standbyOrder) int {
 	if c.Bool("debug") {
 		args = append(args, "--debug")
 	}
+	// The standby is made as the run's sandbox was: a run takes only a
+	// standby of its own user namespace setting.
+	if o, err := usernsOptions(c); err == nil {
+		if o.Host {
+			args = append(args, "--userns", "host")
+		}
+		args = append(args, "--userns-range", o.Range)
+	}
 	// The order goes through a pipe whose buffer holds it whole: written
 	// before the child reads, with nothing left to copy when boxer exits.
 	if len(data) > 60<<10 {

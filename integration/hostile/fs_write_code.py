@@ -1,6 +1,7 @@
 # group: files
 # tries: overwrite its own code in /code
-# expect: EROFS
+# expect-runc: EACCES
+# expect-runsc: EROFS
 # flags: --user 0:0
 import errno
 def err(e):

@@ -1,6 +1,7 @@
 # group: files
 # tries: as uid 0 (no capabilities), append to /etc/passwd
-# expect: EROFS
+# expect-runc: EACCES
+# expect-runsc: EROFS
 # flags: --user 0:0
 import errno
 def err(e):

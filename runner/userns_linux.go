@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/userns"
+	"github.com/containerd/log"
+)
+
+// usernsSetup is how runc sandboxes get user namespaces of their own, or,
+// only when the operator says so, none (the host's).
+type usernsSetup struct {
+	host bool
+	opts userns.Options
+}
+
+// newUsernsSetup checks the operator's user namespace settings.
+func newUsernsSetup(o UsernsOptions) (usernsSetup, error) {
+	if o.Dir == "" {
+		o.Dir = userns.LeaseDir
+	}
+	// The leases are known either way: a Runner that gives sandboxes
+	// none still returns the blocks of those it removes (a standby's, a
+	// leftover of another boxer's).
+	if o.Host {
+		return usernsSetup{host: true, opts: userns.Options{Dir: o.Dir}}, nil
+	}
+	if o.Range == "" {
+		o.Range = userns.DefaultRange
+	}
+	rng, err := userns.ParseRange(o.Range)
+	if err != nil {
+		return usernsSetup{}, err
+	}
+	return usernsSetup{opts: userns.Options{Dir: o.Dir, Range: rng}}, nil
+}
+
+// usernsFile is where a run directory's user namespace is bound.
+func usernsFile(runDir string) string { return filepath.Join(runDir, "userns") }
+
+// wantsUserns says whether the sandbox gets a user namespace of its own:
+// on runc, unless the operator runs sandboxes in the host's. gVisor's
+// Sentry is a kernel of its own, with its own user namespace and counters.
+func (sb *sandbox) wantsUserns() bool {
+	return !sb.r.userns.host && sb.req.Runtime == "runc"
+}
+
+// makeUserns leases the sandbox's block of host ids and makes its user
+// namespace, bound in its run directory.
+func (sb *sandbox) makeUserns() error {
+	if sb.req.UID >= userns.Size || sb.req.GID >= userns.Size {
+		return fieldErr(FieldUser, "must be below %d:%d in the sandbox's user namespace, not %d:%d", userns.Size, userns.Size, sb.req.UID, sb.req.GID)
+	}
+	// A sandbox with egress gets its network namespace here, owned by
+	// its user namespace (runc could not mount a fresh sysfs in one of
+	// the host's); attachLink wires it.
+	var netPath string
+	if sb.req.egress() {
+		netPath = filepath.Join(sb.runDir, "netns")
+	}
+	ns, err := userns.Make(sb.r.userns.opts, sb.runDir, usernsFile(sb.runDir), netPath)
+	if errors.Is(err, userns.ErrFull) {
+		return &fault.Error{What: err.Error(), Do: "wait for sandboxes to end, or give boxer a larger range with --userns-range", Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	sb.dirs.Userns = &sandboxUserns{Path: ns.Path, Base: ns.Base}
+	return nil
+}
+
+// hostIDs are the host's uid and gid of the sandbox's user: files boxer
+// writes for it are theirs.
+func (sb *sandbox) hostIDs() (uid, gid uint32) {
+	if u := sb.dirs.Userns; u != nil {
+		return u.Base + sb.req.UID, u.Base + sb.req.GID
+	}
+	return sb.req.UID, sb.req.GID
+}
+
+// hostIDsOf are the host's uid and gid of uid:gid in the sandbox whose run
+// directory is runDir, made by this process or another (a session's, a
+// standby's): its namespace's owner is its block's first id.
+func hostIDsOf(runDir string, uid, gid uint32) (uint32, uint32, error) {
+	base, ok, err := usernsBase(runDir)
+	if err != nil || !ok {
+		return uid, gid, err
+	}
+	return base + uid, base + gid, nil
+}
+
+// usernsBase reads the first host id of the block of the sandbox whose run
+// directory is runDir; ok is false for a sandbox in the host's namespace.
+func usernsBase(runDir string) (base uint32, ok bool, err error) {
+	base, err = userns.Owner(usernsFile(runDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the sandbox's user namespace: %w", err)
+	}
+	return base, true, nil
+}
+
+// adoptUserns takes over the namespace of a sandbox another process made
+// (a standby), which must match this Runner's setting: a sandbox made in
+// the host's namespace never serves a Runner that gives each its own.
+func (sb *sandbox) adoptUserns() error {
+	base, ok, err := usernsBase(sb.runDir)
+	if err != nil {
+		return err
+	}
+	if ok != sb.wantsUserns() {
+		return fmt.Errorf("standby %s was made with another user namespace setting", sb.id)
+	}
+	if ok {
+		sb.dirs.Userns = &sandboxUserns{Path: usernsFile(sb.runDir), Base: base}
+	}
+	return nil
+}
+
+// releaseUserns returns the block of the sandbox whose run directory is
+// runDir (gone, with its namespace's bind mount, and its processes),
+// whoever made it and whatever this Runner's setting.
+func (r *Runner) releaseUserns(runDir string) error {
+	return userns.Release(r.userns.opts.Dir, runDir)
+}
+
+// sweep returns what sandboxes whose run directory is gone held on the
+// host (the reaper's last step: it has removed the run directories of
+// dead boxer processes): their links and their blocks of ids.
+func (r *Runner) sweep(ctx context.Context) {
+	r.sweepLinks(ctx)
+	if err := userns.Sweep(r.userns.opts.Dir); err != nil {
+		log.G(ctx).WithError(err).Warn("sweeping user id blocks")
+	}
+}
+
+// checkBundlesWalkable: a sandbox's root in its user namespace, a host id
+// of its own, walks down to its task's bundle, so every directory above
+// the bundles must let others search it (as /run does). Said at once,
+// not as runc's "permission denied" on the first run.
+func (r *Runner) checkBundlesWalkable() error {
+	if r.userns.host || r.bundlesDir == "" {
+		return nil
+	}
+	for d := filepath.Dir(r.bundlesDir); ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			return &fault.Error{
+				What: fmt.Sprintf("%s (mode %04o) is not searchable by other users, and sandboxes in user namespaces of their own must walk through it to their root", d, st.Mode().Perm()),
+				Do:   "chmod o+x it (as /run is), move boxer's state (BOXER_STATE) elsewhere, or run boxer with --userns=host",
+			}
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
