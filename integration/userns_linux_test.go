@@ -368,3 +368,30 @@ func TestUsernsStandby(t *testing.T) {
 	endStandbys(t)
 	assertClean(t)
 }
+
+// TestUsernsStateWalkable: boxer's state directory left 0700 (by an older
+// boxer, or by a lease taken before the daemon made it) is opened for
+// search, and the run works; a directory above it that is not boxer's is
+// not changed, but named, with what to do.
+func TestUsernsStateWalkable(t *testing.T) {
+	t.Cleanup(func() {
+		_ = os.Chmod(stateDir, 0o711)
+		_ = os.Chmod(filepath.Dir(stateDir), 0o711)
+	})
+	must(t, os.Chmod(stateDir, 0o700))
+	r := boxer(t, nil, "run", "--lang", "python", "-c", "print(1)")
+	if r.code != 0 || r.stdout != "1\n" {
+		t.Errorf("run with its state directory 0700: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if st, err := os.Stat(stateDir); err != nil || st.Mode().Perm() != 0o711 {
+		t.Errorf("state directory after the run: %v %v, want mode 0711", st.Mode().Perm(), err)
+	}
+	base := filepath.Dir(stateDir)
+	must(t, os.Chmod(base, 0o700))
+	r = boxer(t, nil, "run", "--lang", "python", "-c", "print(1)")
+	must(t, os.Chmod(base, 0o711))
+	if r.code != 125 || !strings.Contains(r.stderr, base+" (mode 0700) is not searchable") {
+		t.Errorf("run under a 0700 directory not boxer's: exit %d %q, want 125 naming %s", r.code, r.stderr, base)
+	}
+	assertClean(t)
+}

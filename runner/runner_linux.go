@@ -113,7 +113,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		if v2 {
 			r.useShimWrapper(ctx)
 		}
-		if err := r.checkBundlesWalkable(); err != nil {
+		if err := r.checkBundlesWalkable(o.Daemon.State); err != nil {
 			client.Close()
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/userns"
@@ -143,14 +144,24 @@ func (r *Runner) sweep(ctx context.Context) {
 
 // checkBundlesWalkable: a sandbox's root in its user namespace, a host id
 // of its own, walks down to its task's bundle, so every directory above
-// the bundles must let others search it (as /run does). Said at once,
-// not as runc's "permission denied" on the first run.
-func (r *Runner) checkBundlesWalkable() error {
+// the bundles must let others search it (as /run does). boxer's own state
+// directory (state), and what is under it, is made so (an older boxer, or
+// a lease taken first, made it 0700; search alone opens nothing in it:
+// what it holds keeps its own modes); any other is said at once, not as
+// runc's "permission denied" on the first run.
+func (r *Runner) checkBundlesWalkable(state string) error {
 	if r.userns.host || r.bundlesDir == "" {
 		return nil
 	}
 	for d := filepath.Dir(r.bundlesDir); ; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+		st, err := os.Stat(d)
+		if err == nil && st.Mode().Perm()&0o001 == 0 && (d == state || strings.HasPrefix(d, state+"/")) {
+			err = os.Chmod(d, st.Mode().Perm()|0o011)
+			if err == nil {
+				continue
+			}
+		}
+		if err == nil && st.Mode().Perm()&0o001 == 0 {
 			return &fault.Error{
 				What: fmt.Sprintf("%s (mode %04o) is not searchable by other users, and sandboxes in user namespaces of their own must walk through it to their root", d, st.Mode().Perm()),
 				Do:   "chmod o+x it (as /run is), move boxer's state (BOXER_STATE) elsewhere, or run boxer with --userns=host",

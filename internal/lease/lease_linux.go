@@ -88,6 +88,11 @@ func Orphaned(holder string) bool {
 // Locked runs fn holding the directory's lock file exclusively (creating
 // the directory). fn must not call Take.
 func (d Dir) Locked(fn func() error) error {
+	// Its parent (boxer's state directory) stays searchable by others:
+	// sandboxes in user namespaces of their own walk through it.
+	if err := os.MkdirAll(filepath.Dir(string(d)), 0o711); err != nil {
+		return fmt.Errorf("creating %s: %w", d, err)
+	}
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", d, err)
 	}
