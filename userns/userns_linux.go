@@ -188,23 +188,7 @@ func unshareBinary() (string, error) {
 // reaper's last step: it has removed the run directories of dead boxer
 // processes, and with them the namespaces' bind mounts).
 func Sweep(dir string) error {
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	d := hostlease.Dir(dir)
-	return d.Locked(func() error {
-		held, err := d.Held()
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for n, holder := range held {
-			if hostlease.Orphaned(holder) {
-				errs = append(errs, d.Release(n))
-			}
-		}
-		return errors.Join(errs...)
-	})
+	return releaseWhere(dir, hostlease.Orphaned)
 }
 
 // Owner is the host uid that owns the user namespace bound or linked at
@@ -222,6 +206,11 @@ func Owner(path string) (uint32, error) {
 // holder: once its processes and its namespace's bind mount are gone, on
 // every teardown, whichever process made it.
 func Release(dir, holder string) error {
+	return releaseWhere(dir, func(h string) bool { return h == holder })
+}
+
+// releaseWhere returns every block of dir whose holder gone says is gone.
+func releaseWhere(dir string, gone func(holder string) bool) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -233,7 +222,7 @@ func Release(dir, holder string) error {
 		}
 		var errs []error
 		for n, h := range held {
-			if h == holder {
+			if gone(h) {
 				errs = append(errs, d.Release(n))
 			}
 		}
