@@ -212,32 +212,12 @@ func makeNetns(path string) (err error) {
 		return fmt.Errorf("creating network namespace file: %w", err)
 	}
 	f.Close()
-	errc := make(chan error, 1)
-	go func() {
-		// A thread that cannot go back to the host's namespace is never
-		// unlocked: it ends with this goroutine.
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("reading the current network namespace: %w", err)
-			return
-		}
-		defer orig.Close()
+	return onNetnsThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("creating network namespace: %w", err)
-			return
+			return fmt.Errorf("creating network namespace: %w", err)
 		}
-		err = insideNetns(path)
-		if serr := netns.Set(orig); serr != nil {
-			errc <- errors.Join(err, fmt.Errorf("returning to the host's network namespace: %w", serr))
-			return
-		}
-		runtime.UnlockOSThread()
-		errc <- err
-	}()
-	return <-errc
+		return nil
+	}, func() error { return insideNetns(path) })
 }
 
 // insideNetns runs on a thread in the new namespace: IPv6 off, then the
@@ -265,10 +245,21 @@ func disableIPv6() error {
 
 // runInNetns runs fn on a thread in ns.
 func runInNetns(ns netns.NsHandle, fn func() error) error {
+	return onNetnsThread(func() error {
+		if err := netns.Set(ns); err != nil {
+			return fmt.Errorf("entering the sandbox's network namespace: %w", err)
+		}
+		return nil
+	}, fn)
+}
+
+// onNetnsThread runs fn on a locked thread that enter has moved into
+// another network namespace, then moves the thread back. A thread that
+// cannot go back to the host's namespace is never unlocked: it ends with
+// its goroutine.
+func onNetnsThread(enter, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		// A thread that cannot go back to the host's namespace is never
-		// unlocked: it ends with this goroutine.
 		runtime.LockOSThread()
 		orig, err := netns.Get()
 		if err != nil {
@@ -277,9 +268,9 @@ func runInNetns(ns netns.NsHandle, fn func() error) error {
 			return
 		}
 		defer orig.Close()
-		if err := netns.Set(ns); err != nil {
+		if err := enter(); err != nil {
 			runtime.UnlockOSThread()
-			errc <- fmt.Errorf("entering the sandbox's network namespace: %w", err)
+			errc <- err
 			return
 		}
 		err = fn()
