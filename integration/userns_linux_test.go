@@ -36,11 +36,14 @@ func testRange(n int) string {
 	return strconv.FormatUint(start, 10) + ":" + strconv.Itoa(n*userns.Size)
 }
 
-// counters is a program that takes all it can of two per-user counters of
-// the kernel, inotify instances and pending signals (queued to itself,
-// blocked), prints how many it got, and holds them for a while.
+// counters is a program that takes all it can of three per-user counters
+// of the kernel: inotify instances, pending signals (queued to itself,
+// blocked) and pipe buffer pages (pipes grown to 1 MiB, 256 pages each,
+// until the kernel refuses with EPERM past fs.pipe-user-pages-soft; the
+// pages are charged when the size is set, not when written). It prints how
+// many it got and holds them for a while.
 const counters = `
-import ctypes, os, resource, signal, time
+import ctypes, fcntl, os, resource, signal, time
 libc = ctypes.CDLL(None, use_errno=True)
 n = 0
 while libc.inotify_init1(0) >= 0:
@@ -50,15 +53,31 @@ s = 0
 limit = resource.getrlimit(resource.RLIMIT_SIGPENDING)[0]
 while s < limit + 10 and libc.sigqueue(os.getpid(), signal.SIGRTMIN, ctypes.c_void_p(0)) == 0:
     s += 1
-print("inotify", n, "sigpending", s, "limit", limit, flush=True)
+p = 0
+while p < 100:
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except PermissionError:
+        break
+    p += 1
+print("inotify", n, "sigpending", s, "limit", limit, "pipes", p, flush=True)
 time.sleep(6)
 `
 
 // TestUsernsCounters: two sandboxes of the same user at once each get the
 // kernel's per-user limits whole: 128 inotify instances, RLIMIT_SIGPENDING
-// pending signals. With --userns=host (boxer before user namespaces) the
-// second gets what the first left.
+// pending signals, fs.pipe-user-pages-soft pages of pipe buffers. With
+// --userns=host (boxer before user namespaces) the second gets what the
+// first left of each.
 func TestUsernsCounters(t *testing.T) {
+	soft, err := os.ReadFile("/proc/sys/fs/pipe-user-pages-soft")
+	must(t, err)
+	pages, _ := strconv.Atoi(strings.TrimSpace(string(soft)))
+	// The program grows at most 100 pipes to 256 pages each.
+	if pages == 0 || pages/256 >= 100 {
+		t.Fatalf("fs.pipe-user-pages-soft is %d: the test needs a limit below 100 pipes of 1 MiB (the default is 16384)", pages)
+	}
 	for _, mode := range []string{"private", "host"} {
 		t.Run(mode, func(t *testing.T) {
 			var wg sync.WaitGroup
@@ -73,26 +92,33 @@ func TestUsernsCounters(t *testing.T) {
 				time.Sleep(1500 * time.Millisecond)
 			}
 			wg.Wait()
+			// inotify instances, pending signals, pipes of 1 MiB.
 			var got [2][3]int
+			var limit int
 			for i, r := range res {
 				f := strings.Fields(r.Stdout)
-				if len(f) != 6 || r.ExitCode != 0 {
+				if len(f) != 8 || r.ExitCode != 0 {
 					t.Fatalf("sandbox %d: exit %d %q %q %s", i, r.ExitCode, r.Stdout, r.Stderr, r.Error)
 				}
-				for j := range 3 {
-					got[i][j], _ = strconv.Atoi(f[2*j+1])
-				}
+				got[i][0], _ = strconv.Atoi(f[1])
+				got[i][1], _ = strconv.Atoi(f[3])
+				limit, _ = strconv.Atoi(f[5])
+				got[i][2], _ = strconv.Atoi(f[7])
 			}
-			shared := got[1][0] < 128 || got[1][1] < got[1][2]
-			if mode == "private" {
-				for i, g := range got {
-					if g[0] != 128 || g[1] != g[2] {
-						t.Errorf("sandbox %d got %d inotify instances and %d pending signals, want 128 and %d (its own)", i, g[0], g[1], g[2])
+			want := [3]int{128, limit, pages / 256}
+			names := [3]string{"inotify instances", "pending signals", "pipes of 1 MiB"}
+			for j, name := range names {
+				if mode == "private" {
+					for i := range got {
+						if got[i][j] != want[j] {
+							t.Errorf("sandbox %d got %d %s, want %d (its own)", i, got[i][j], name, want[j])
+						}
 					}
+				} else if got[0][j] != want[j] || got[1][j] >= want[j] {
+					t.Errorf("with --userns=host the sandboxes got %d and %d %s, want %d and less (the counter is shared)", got[0][j], got[1][j], name, want[j])
 				}
-			} else if !shared {
-				t.Errorf("with --userns=host the second sandbox got %v, want less than the first %v (the counters are shared)", got[1], got[0])
 			}
+			t.Logf("%s: sandboxes got (inotify instances, pending signals, pipes of 1 MiB) %v, limits %v", mode, got, want)
 			assertClean(t)
 		})
 	}
