@@ -99,7 +99,15 @@ func TestHostileSuite(t *testing.T) {
 	// those addresses, and the fake internet as boxer's upstream.
 	anyPort, hostIP := hostServiceAny(t), hostAddress(t)
 	netEnv := egressEnv(internet(t))
-	repl := strings.NewReplacer("{{HOST_PORT}}", strconv.Itoa(port), "{{MARKER}}", marker, "{{ANY_PORT}}", strconv.Itoa(anyPort), "{{HOST_IP}}", hostIP)
+	// Another tenant's sandbox, which no program may reach: one reached
+	// fails and gets a new one for the next.
+	var v *victim
+	var repl *strings.Replacer
+	newVictim := func() {
+		v = startVictim(t)
+		repl = strings.NewReplacer("{{HOST_PORT}}", strconv.Itoa(port), "{{MARKER}}", marker, "{{ANY_PORT}}", strconv.Itoa(anyPort), "{{HOST_IP}}", hostIP, "{{VICTIM_PID}}", strconv.Itoa(v.program()))
+	}
+	newVictim()
 
 	for _, rt := range runtimes {
 		for _, h := range progs {
@@ -117,9 +125,16 @@ func TestHostileSuite(t *testing.T) {
 				if got, want := outcome(res), h.expect[rt]; !slices.Contains(strings.Split(want, "|"), got) {
 					t.Errorf("%s on %s: got %q, want %q (status %s exit %d, stderr %q)", h.name, rt, got, want, res.Status, res.ExitCode, tail(res.Stderr))
 				}
+				if !v.alive() {
+					t.Errorf("%s on %s reached the victim sandbox: of its processes %v, %v are left", h.name, rt, v.pids, v.processes())
+				}
 			})
+			if !v.alive() {
+				newVictim()
+			}
 		}
 	}
+	v.stop(t)
 	assertClean(t)
 }
 
