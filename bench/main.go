@@ -284,6 +284,17 @@ func run(n, rssRuns int, boxerBin string) error {
 		return err
 	}
 	serve = append(serve, sessionRow)
+	runtimes := []string{"runc"}
+	if runscErr == nil {
+		runtimes = append(runtimes, "runsc")
+	}
+	for _, rt := range runtimes {
+		resumeRow, err := benchResume(n, boxerBin, address, rt)
+		if err != nil {
+			return err
+		}
+		serve = append(serve, resumeRow)
+	}
 
 	host, _ := os.Hostname()
 	fmt.Printf("\nboxer bench, %s, %s: `python3 -c 'print(1)'` in a fresh hardened sandbox, %d cycles at one worker (interleaved), %d at four\n\n",

@@ -59,6 +59,9 @@ type Stats struct {
 	// MemoryPeakBytes is the highest memory use seen (v1 max_usage_in_bytes,
 	// v2 memory.peak, or memory.current where the kernel has no peak).
 	MemoryPeakBytes uint64
+	// MemoryBytes is the memory in use now (v1 usage_in_bytes, v2
+	// memory.current).
+	MemoryBytes uint64
 	// CPUTimeNs is the CPU time used by every process, user and system.
 	CPUTimeNs uint64
 	// OOMKills counts the kernel's OOM kills inside the cgroup.

@@ -128,6 +128,7 @@ func readStatsAt(m Mode, root, path string) (Stats, error) {
 	case Unified:
 		dir := filepath.Join(root, path)
 		st.MemoryPeakBytes, errs = readOne(errs, filepath.Join(dir, "memory.peak"), filepath.Join(dir, "memory.current"))
+		st.MemoryBytes, errs = readOne(errs, filepath.Join(dir, "memory.current"))
 		usec, err := readKeyedFile(filepath.Join(dir, "cpu.stat"), "usage_usec")
 		errs = appendErr(errs, err)
 		st.CPUTimeNs = usec * 1000
@@ -136,6 +137,7 @@ func readStatsAt(m Mode, root, path string) (Stats, error) {
 	case Legacy, Hybrid:
 		mem := filepath.Join(root, "memory", path)
 		st.MemoryPeakBytes, errs = readOne(errs, filepath.Join(mem, "memory.max_usage_in_bytes"))
+		st.MemoryBytes, errs = readOne(errs, filepath.Join(mem, "memory.usage_in_bytes"))
 		st.CPUTimeNs, errs = readOne(errs, filepath.Join(root, "cpuacct", path, "cpuacct.usage"))
 		var err error
 		st.OOMKills, err = readKeyedFile(filepath.Join(mem, "memory.oom_control"), "oom_kill")

@@ -22,7 +22,7 @@ func TestReadStatsV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stats{MemoryPeakBytes: 67108864, CPUTimeNs: 373116000 * 1000, OOMKills: 2}
+	want := Stats{MemoryPeakBytes: 67108864, MemoryBytes: 1961984, CPUTimeNs: 373116000 * 1000, OOMKills: 2}
 	if st != want {
 		t.Errorf("stats = %+v, want %+v", st, want)
 	}
@@ -49,7 +49,7 @@ func TestReadStatsV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stats{MemoryPeakBytes: 67108864, CPUTimeNs: 231047123, OOMKills: 1}
+	want := Stats{MemoryPeakBytes: 67108864, MemoryBytes: 1748992, CPUTimeNs: 231047123, OOMKills: 1}
 	if st != want {
 		t.Errorf("stats = %+v, want %+v", st, want)
 	}

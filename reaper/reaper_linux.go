@@ -273,14 +273,15 @@ func (cfg Config) reapLocks(ctx context.Context) {
 	}
 }
 
-// TaskRunning says whether c's task runs.
+// TaskRunning says whether c's task runs, or is paused: a frozen
+// sandbox (a paused session) is alive, its processes kept.
 func TaskRunning(ctx context.Context, c containerd.Container) bool {
 	task, err := c.Task(ctx, nil)
 	if err != nil {
 		return false
 	}
 	st, err := task.Status(ctx)
-	return err == nil && st.Status == containerd.Running
+	return err == nil && (st.Status == containerd.Running || st.Status == containerd.Paused || st.Status == containerd.Pausing)
 }
 
 // taskCreated says whether c's task was fully made: it has run, or runs.

@@ -19,8 +19,15 @@ const (
 	// LabelSessionLang is the session's language.
 	LabelSessionLang = "boxer.session.lang"
 	// LabelSessionDeadline is when the session ends whatever happens, in
-	// Unix seconds: its sandbox ends itself then.
+	// Unix seconds. It may move (a caller sets the time left), so its
+	// sandbox does not end itself then but at its backstop, the latest
+	// deadline the session may have: every boxer process that finds it
+	// past its deadline ends it (see SessionEnd).
 	LabelSessionDeadline = "boxer.session.deadline"
+	// LabelSessionPaused is when the session was paused (its sandbox
+	// frozen), in Unix seconds; absent while it runs. A paused session's
+	// idle clock stops: it is not idle, only its deadline ends it.
+	LabelSessionPaused = "boxer.session.paused"
 	// LabelSessionIdle is its idle timeout in seconds.
 	LabelSessionIdle = "boxer.session.idle"
 	// LabelSessionUsed is when it was made, in Unix seconds; when it was
@@ -114,8 +121,8 @@ const (
 
 // SessionEnd says whether a session with these labels, last used at used
 // (LastUsed), is over at now, and why: being removed, held (or being
-// made) by a process that is gone, past its deadline, idle too long, or
-// (a detached one) its sandbox no longer runs. A session being made by a
+// made) by a process that is gone, past its deadline, idle too long (not
+// while paused), or (a detached one) its sandbox no longer runs. A session being made by a
 // live process lives, whatever its timeouts and its task's state: it is
 // its maker's. running is asked last, as it costs a round trip; a held
 // session's sandbox is its holder's to watch. "" means the session lives.
@@ -140,7 +147,7 @@ func SessionEnd(labels map[string]string, used, now time.Time, running func() bo
 		return EndLifetime
 	}
 	idle, err := strconv.ParseInt(labels[LabelSessionIdle], 10, 64)
-	if err != nil || !now.Before(used.Add(time.Duration(idle)*time.Second)) {
+	if labels[LabelSessionPaused] == "" && (err != nil || !now.Before(used.Add(time.Duration(idle)*time.Second))) {
 		return EndIdle
 	}
 	if owner == "" && running != nil && !running() {

@@ -100,7 +100,13 @@ func removeContainer(ctx context.Context, c containerd.Container, task container
 			// Still running, or created and never started: kill everything
 			// in it, wait, delete.
 			if statusC, werr := task.Wait(ctx); werr == nil {
-				if st, err := task.Status(ctx); err == nil && st.Status == containerd.Created && task.Pid() > 0 {
+				st, err := task.Status(ctx)
+				if err == nil && (st.Status == containerd.Paused || st.Status == containerd.Pausing) {
+					// A paused session's: gVisor holds a signal to a
+					// paused sandbox until it is resumed.
+					_ = task.Resume(ctx)
+				}
+				if err == nil && st.Status == containerd.Created && task.Pid() > 0 {
 					// Never started: runsc cannot signal a container with no
 					// process yet, and its task's process — the sandbox's
 					// own, a child of the shim, unreaped until it exits — is

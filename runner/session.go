@@ -16,6 +16,10 @@ import (
 const (
 	DefaultSessionIdle     = 10 * time.Minute
 	DefaultSessionLifetime = time.Hour
+	// DefaultMaxSessionLifetime caps a session's lifetime, and the time
+	// left a caller may set, unless the operator says otherwise: its
+	// sandbox ends itself then (see sessionMeta.shape).
+	DefaultMaxSessionLifetime = 24 * time.Hour
 	// DefaultMaxSessions is how many sessions may live at once in one
 	// containerd namespace unless the operator says otherwise.
 	DefaultMaxSessions = 16
@@ -46,6 +50,7 @@ type SessionRequest struct {
 
 // SessionMaxima are an operator's caps on sessions.
 type SessionMaxima struct {
+	// Lifetime 0 is DefaultMaxSessionLifetime; Idle 0 is no cap.
 	Idle, Lifetime time.Duration
 	// Sessions caps the sessions alive at once; 0 is DefaultMaxSessions.
 	Sessions int
@@ -61,6 +66,10 @@ type Session struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	LastUsed    time.Time `json:"last_used"`
 	IdleTimeout Seconds   `json:"idle_timeout_s"`
+	// Paused: its sandbox is frozen (PauseSession) since PausedAt; calls
+	// wait for ResumeSession, and its idle clock stops.
+	Paused   bool       `json:"paused"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
 	// Interpreter: calls share one interpreter (python, python-data);
 	// otherwise each call is a fresh process and only files persist.
 	Interpreter bool `json:"interpreter"`
@@ -176,7 +185,7 @@ func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, tim
 	idle, lifetime := sr.Idle, sr.Lifetime
 	for _, err := range []error{
 		capLimit(FieldIdle, &idle, DefaultSessionIdle, smax.Idle),
-		capLimit(FieldLifetime, &lifetime, DefaultSessionLifetime, smax.Lifetime),
+		capLimit(FieldLifetime, &lifetime, DefaultSessionLifetime, or(smax.Lifetime, DefaultMaxSessionLifetime)),
 	} {
 		if err != nil {
 			return req, 0, 0, err

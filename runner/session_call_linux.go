@@ -86,6 +86,9 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 		return res, err
 	}
 	defer unlock()
+	if err := s.notPaused(ctx); err != nil {
+		return res, err
+	}
 	n := s.next()
 	res.ID = fmt.Sprintf("%s.%d", id, n)
 	s.touch(ctx, time.Now().Add(call.Timeout+interruptGrace))

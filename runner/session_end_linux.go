@@ -83,7 +83,7 @@ func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reas
 
 // RemoveSession ends a session of caller ("" for any).
 func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
-	s, err := r.loadSession(ctx, id, caller, false)
+	s, err := r.findSession(ctx, id, caller, false)
 	var ended *SessionEndedError
 	if errors.As(err, &ended) {
 		return nil

@@ -22,12 +22,27 @@ type liveSession struct {
 	task   containerd.Task
 	rec    sessionRecord
 	runDir string
+	// labels are its container's as it was loaded; paused, whether they
+	// say it is paused.
+	labels map[string]string
+	paused bool
 }
 
-// loadSession finds session id of caller ("" for any caller), ending it
+// loadSession finds session id of caller ("" for any caller) to use it,
+// as findSession does, and refuses it while it is paused: its sandbox is
+// frozen, and what would run in it would wait for the resume.
+func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
+	s, err := r.findSession(ctx, id, caller, forCall)
+	if err == nil && s.paused {
+		return nil, &SessionPausedError{ID: id}
+	}
+	return s, err
+}
+
+// findSession finds session id of caller ("" for any caller), ending it
 // first if it is over. A call in an interpreted session skips asking
 // containerd whether its sandbox runs: its wire says so.
-func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
+func (r *Runner) findSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
 	if !validSessionID(id) {
 		return nil, ErrSessionNotFound
 	}
@@ -53,7 +68,7 @@ func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall boo
 		// Its maker has not answered with it yet: it is not a session yet.
 		return nil, ErrSessionNotFound
 	}
-	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id)}
+	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask {
 		if s.task, err = c.Task(ctx, nil); err != nil {
 			return nil, r.endSession(ctx, c, reaper.EndExited)
@@ -91,16 +106,27 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error)
 			continue
 		}
 		used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
-		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, used))
+		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, info.Labels, used))
 	}
 	return out, nil
 }
 
-func sessionInfo(id, caller string, rec sessionRecord, used time.Time) Session {
-	return Session{
+// sessionInfo describes a session from its record and its container's
+// labels (nil for one just made): they hold its deadline, which may have
+// moved since its record was written, and whether it is paused.
+func sessionInfo(id, caller string, rec sessionRecord, labels map[string]string, used time.Time) Session {
+	s := Session{
 		ID: id, Lang: rec.Request.Lang, Runtime: rec.Request.Runtime, Image: rec.Request.image(),
 		CreatedAt: rec.CreatedAt.UTC().Truncate(time.Second), ExpiresAt: rec.Deadline.UTC().Truncate(time.Second),
 		LastUsed: used.UTC().Truncate(time.Second), IdleTimeout: Seconds(rec.Idle),
 		Interpreter: interpreted(rec.Request.Lang), Caller: caller,
 	}
+	if d, ok := labelTime(labels, reaper.LabelSessionDeadline); ok {
+		s.ExpiresAt = d.UTC()
+	}
+	if p, ok := labelTime(labels, reaper.LabelSessionPaused); ok {
+		p = p.UTC()
+		s.Paused, s.PausedAt = true, &p
+	}
+	return s
 }

@@ -34,9 +34,15 @@ import (
 // request (sessionRecord), its calls' code and a lock that orders its
 // calls.
 //
-// Its first process is boxer-init running a sleep as long as the
-// session's lifetime: when the sleep ends, PID 1 exits and the kernel ends
-// every process in the sandbox, whether or not a boxer process runs. As
+// Its first process is boxer-init running a sleep until the session's
+// backstop, the operator's maximum lifetime after it was made: when the
+// sleep ends, PID 1 exits and the kernel ends every process in the
+// sandbox, whether or not a boxer process runs. The session's deadline
+// itself is its label's (reaper.LabelSessionDeadline), which a caller may
+// move within the backstop (SetSessionTimeout): a sleep cannot be told a
+// new end, so every boxer process that finds the session past its
+// deadline ends it (a server's sweep every few seconds, the CLI's reaper
+// at its next command). As
 // PID 1 of its PID namespace, boxer-init cannot be killed from inside, and
 // it reaps what calls leave behind (their orphans are its children). For python and python-data, the
 // session's driver (session_driver.py) is a process containerd execs in
@@ -77,21 +83,28 @@ type sessionMeta struct {
 	held     bool
 	created  time.Time
 	deadline time.Time
+	// backstop is the latest deadline the session may have: its sandbox
+	// ends itself then.
+	backstop time.Time
 	idle     time.Duration
 }
 
-// sessionRecord is a session's request, in its run directory.
+// sessionRecord is a session's request, in its run directory. Deadline
+// is the one it was made with: the label holds the current one.
 type sessionRecord struct {
 	Request   Request       `json:"request"`
 	Idle      time.Duration `json:"idle"`
 	CreatedAt time.Time     `json:"created_at"`
 	Deadline  time.Time     `json:"deadline"`
+	// Backstop is zero in the record of a session made by a boxer before
+	// it: its sandbox ends itself at its Deadline.
+	Backstop time.Time `json:"backstop,omitzero"`
 }
 
 // shape makes spec a session's: its first process only waits for the
-// deadline. labels get the session's.
+// backstop. labels get the session's.
 func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]string) {
-	secs := int64(time.Until(m.deadline)/time.Second) + 1
+	secs := int64(time.Until(m.backstop)/time.Second) + 1
 	spec.Process.Args = oci.InitArgs([]string{"sleep", strconv.FormatInt(secs, 10)}, false)
 	labels[reaper.LabelSession] = m.caller
 	labels[reaper.LabelSessionLang] = req.Lang
@@ -134,7 +147,10 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	}
 	now := time.Now()
 	sb := r.newSandbox(newSessionID(), req, false)
-	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, created: now, deadline: now.Add(lifetime), idle: idle}
+	// normalize capped lifetime at the maximum: the backstop is after the
+	// deadline.
+	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime))
+	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
 	err = sb.make(ctx, rootfs)
 	if err == nil {
 		err = sb.openSession(ctx)
@@ -155,7 +171,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		}
 		return Session{}, err
 	}
-	return sessionInfo(sb.id, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, now), nil
+	return sessionInfo(sb.id, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, nil, now), nil
 }
 
 // sessionRoom refuses a new session when max live already.
@@ -201,7 +217,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline})
+	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop})
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,9 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"SessionRequest", reflect.TypeOf(SessionRequest{}), sessionRefused},
 		{"CallRequest", reflect.TypeOf(CallRequest{}), nil},
 		{"Session", reflect.TypeOf(runner.Session{}), nil},
+		{"TimeoutRequest", reflect.TypeOf(TimeoutRequest{}), nil},
+		{"SessionStats", reflect.TypeOf(runner.SessionStats{}), nil},
+		{"NetworkStats", reflect.TypeOf(runner.NetworkStats{}), nil},
 	} {
 		want := slices.DeleteFunc(jsonFields(c.typ), func(f string) bool { return slices.Contains(c.refused, f) })
 		if got := schemaProps(t, doc, c.schema); !slices.Equal(got, want) {

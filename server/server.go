@@ -122,6 +122,10 @@ func (s *Server) Handler() http.Handler {
 		{"POST", "/v1/sessions/{id}/runs", http.HandlerFunc(s.handleSessionRun)},
 		{"GET", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFileGet)},
 		{"PUT", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFilePut)},
+		{"POST", "/v1/sessions/{id}/pause", http.HandlerFunc(s.handleSessionPause)},
+		{"POST", "/v1/sessions/{id}/resume", http.HandlerFunc(s.handleSessionResume)},
+		{"POST", "/v1/sessions/{id}/timeout", http.HandlerFunc(s.handleSessionTimeout)},
+		{"GET", "/v1/sessions/{id}/stats", http.HandlerFunc(s.handleSessionStats)},
 		{"GET", "/healthz", http.HandlerFunc(s.handleHealth)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
 		{"GET", "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -148,6 +148,8 @@ func sessionStatus(err error) int {
 		return http.StatusNotFound
 	case errors.As(err, &limit):
 		return http.StatusTooManyRequests
+	case errors.Is(err, runner.ErrSessionPaused):
+		return http.StatusConflict
 	case errors.Is(err, runner.ErrInvalid), errors.Is(err, runner.ErrImageNotFound):
 		return requestStatus(err)
 	case errors.Is(err, runner.ErrInterrupted):

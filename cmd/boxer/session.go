@@ -22,7 +22,7 @@ const localCaller = "local"
 func sessionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "session",
-		Usage: "sandboxes that live across calls: create, run code in, copy files in and out, list, remove",
+		Usage: "sandboxes that live across calls: create, run code in, copy files in and out, list, remove, pause and resume",
 		Description: `A session is a sandbox that stays up between calls, with a run's hardening and
 limits. For python and python-data each call runs in the same interpreter
 (variables and imports persist, like a notebook); for every language the files
@@ -41,6 +41,10 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionCpCommand(),
 			sessionLsCommand(),
 			sessionRmCommand(),
+			sessionPauseCommand(),
+			sessionResumeCommand(),
+			sessionTimeoutCommand(),
+			sessionStatsCommand(),
 		},
 	}
 }
@@ -285,8 +289,12 @@ func sessionLsCommand() *cli.Command {
 			fmt.Fprintln(w, "ID\tLANG\tRUNTIME\tCREATED\tIDLE FOR\tEXPIRES IN")
 			now := time.Now()
 			for _, s := range list {
+				idle := units.HumanDuration(now.Sub(s.LastUsed))
+				if s.Paused {
+					idle = "paused"
+				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s ago\t%s\t%s\n", s.ID, s.Lang, s.Runtime,
-					units.HumanDuration(now.Sub(s.CreatedAt)), units.HumanDuration(now.Sub(s.LastUsed)), units.HumanDuration(s.ExpiresAt.Sub(now)))
+					units.HumanDuration(now.Sub(s.CreatedAt)), idle, units.HumanDuration(s.ExpiresAt.Sub(now)))
 			}
 			return w.Flush()
 		},

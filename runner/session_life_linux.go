@@ -1,0 +1,220 @@
+package runner
+
+// A session's life: pausing and resuming it, setting its time left, its figures.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/reaper"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+)
+
+// A paused session's sandbox is frozen: containerd's task Pause, which runc
+// does with the cgroup freezer and runsc by stopping the sandbox's tasks.
+// Its processes keep their memory and state and use no CPU; its files stay.
+// It is marked paused by a label (reaper.LabelSessionPaused), set before it
+// is frozen and removed once it is thawed, so that every boxer process
+// agrees on it: its idle clock stops (reaper.SessionEnd skips the idle
+// timeout), while its deadline still runs. A call, a file or a process
+// asked of it is refused with a SessionPausedError, not left to wait on a
+// frozen sandbox. Pausing and resuming take the session's call lock: a
+// pause waits for the call under way to end, and a call that waited for
+// the lock meanwhile finds the session paused.
+
+// PauseSession freezes session id of caller ("" for any). Pausing a paused
+// session changes nothing.
+func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
+	defer func() { retErr = r.fault(ctx, retErr) }()
+	s, err := r.findSession(ctx, id, caller, false)
+	if err != nil {
+		return Session{}, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
+	if err := s.reload(ctx); err != nil {
+		return Session{}, err
+	}
+	if s.paused {
+		return s.info(), nil
+	}
+	task, err := s.loadTask(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	opCtx := context.WithoutCancel(ctx)
+	if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: strconv.FormatInt(time.Now().Unix(), 10)}); err != nil {
+		return Session{}, fmt.Errorf("marking session %s paused: %w", id, err)
+	}
+	if err := task.Pause(opCtx); err != nil {
+		if _, lerr := s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: ""}); lerr != nil {
+			log.G(ctx).WithError(lerr).Warnf("unmarking session %s paused", id)
+		}
+		return Session{}, &runtimeError{step: "pausing session", err: err}
+	}
+	return s.info(), nil
+}
+
+// ResumeSession thaws session id of caller ("" for any): its processes go
+// on from where they were, and its idle clock starts again from now.
+// Resuming a session that runs changes nothing.
+func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
+	defer func() { retErr = r.fault(ctx, retErr) }()
+	s, err := r.findSession(ctx, id, caller, false)
+	if err != nil {
+		return Session{}, err
+	}
+	unlock, err := s.lock(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	defer unlock()
+	if err := s.reload(ctx); err != nil {
+		return Session{}, err
+	}
+	task, err := s.loadTask(ctx)
+	if err != nil {
+		return Session{}, err
+	}
+	opCtx := context.WithoutCancel(ctx)
+	// Used now before the label goes: a sweep in between must not find
+	// it idle since before the pause.
+	s.touch(ctx, time.Now())
+	if st, err := task.Status(opCtx); err != nil {
+		return Session{}, fmt.Errorf("reading session %s's state: %w", id, err)
+	} else if st.Status == containerd.Paused || st.Status == containerd.Pausing {
+		if err := task.Resume(opCtx); err != nil {
+			return Session{}, &runtimeError{step: "resuming session", err: err}
+		}
+	}
+	if s.paused {
+		if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: ""}); err != nil {
+			return Session{}, fmt.Errorf("marking session %s resumed: %w", id, err)
+		}
+		s.paused = false
+	}
+	return s.info(), nil
+}
+
+// SetSessionTimeout sets the time session id of caller ("" for any) has
+// left: it ends timeout from now, earlier or later than it would have.
+// Its end may not pass its backstop, the latest its sandbox was made to
+// live (its maker's maximum lifetime after it was made), nor smax's
+// Lifetime after it was made. A paused session's time runs too.
+func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeout time.Duration, smax SessionMaxima) (_ Session, retErr error) {
+	defer func() { retErr = r.fault(ctx, retErr) }()
+	if timeout < time.Second {
+		return Session{}, fieldErr(FieldTimeout, "must be at least 1s: the time the session has left (to end it now, remove it)")
+	}
+	s, err := r.findSession(ctx, id, caller, false)
+	if err != nil {
+		return Session{}, err
+	}
+	latest := s.rec.Backstop
+	if latest.IsZero() {
+		// Made by a boxer before backstops: its sandbox ends itself at
+		// the deadline it was made with.
+		latest = s.rec.Deadline
+	}
+	if smax.Lifetime > 0 && s.rec.CreatedAt.Add(smax.Lifetime).Before(latest) {
+		latest = s.rec.CreatedAt.Add(smax.Lifetime)
+	}
+	deadline := time.Now().Add(timeout)
+	if deadline.After(latest) {
+		return Session{}, fieldErr(FieldTimeout, "%s from now is past the latest this session may live, %s (its maximum lifetime after it started): ask for at most %s",
+			timeout, latest.UTC().Format(time.RFC3339), time.Until(latest).Truncate(time.Second))
+	}
+	opCtx := context.WithoutCancel(ctx)
+	if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionDeadline: strconv.FormatInt(deadline.Unix(), 10)}); err != nil {
+		if errdefs.IsNotFound(err) {
+			return Session{}, &SessionEndedError{ID: id, Reason: reaper.EndRemoved}
+		}
+		return Session{}, fmt.Errorf("setting session %s's deadline: %w", id, err)
+	}
+	// The record follows the label, which is what every process reads.
+	s.rec.Deadline = time.Unix(deadline.Unix(), 0)
+	if data, err := json.Marshal(s.rec); err == nil {
+		if err := reaper.WriteFileAtomic(filepath.Join(s.runDir, sessionRecordFile), data, 0o600); err != nil {
+			log.G(ctx).WithError(err).Debugf("writing session %s's record", id)
+		}
+	}
+	return s.info(), nil
+}
+
+// SessionStats reads the figures of session id of caller ("" for any),
+// paused or not. Asking is no use of it: its idle clock runs on.
+func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionStats, error) {
+	s, err := r.findSession(ctx, id, caller, false)
+	if err != nil {
+		return SessionStats{}, r.fault(ctx, err)
+	}
+	st, err := cgroups.ReadStats(r.cgroups, reaper.CgroupsPath(r.namespace, id))
+	if err != nil {
+		return SessionStats{}, fmt.Errorf("reading session %s's figures: %w", id, err)
+	}
+	out := SessionStats{
+		ID: id, At: time.Now().UTC(), Paused: s.paused,
+		CPUTimeMs:   float64(st.CPUTimeNs/1000) / 1000,
+		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes, MemoryLimitBytes: s.rec.Request.MemoryBytes,
+	}
+	// The workspace is a tmpfs of its own, mounted on the host.
+	var fs unix.Statfs_t
+	if err := unix.Statfs(reaper.WorkspaceDir(s.runDir), &fs); err != nil {
+		return SessionStats{}, fmt.Errorf("reading session %s's workspace: %w", id, err)
+	}
+	out.DiskLimitBytes = fs.Blocks * uint64(fs.Bsize)
+	out.DiskUsedBytes = (fs.Blocks - fs.Bfree) * uint64(fs.Bsize)
+	return out, nil
+}
+
+// reload reads the session's labels again (under its lock: a pause or a
+// resume may have come since it was loaded).
+func (s *liveSession) reload(ctx context.Context) error {
+	labels, err := s.c.Labels(ctx)
+	if errdefs.IsNotFound(err) {
+		return &SessionEndedError{ID: s.id, Reason: reaper.EndRemoved}
+	} else if err != nil {
+		return fmt.Errorf("loading session %s: %w", s.id, err)
+	}
+	if reason, ok := reaper.BeingEnded(labels); ok {
+		return &SessionEndedError{ID: s.id, Reason: reason}
+	}
+	s.labels, s.paused = labels, labels[reaper.LabelSessionPaused] != ""
+	return nil
+}
+
+// notPaused refuses a call that got the lock while the session was paused.
+func (s *liveSession) notPaused(ctx context.Context) error {
+	if err := s.reload(ctx); err != nil {
+		return err
+	}
+	if s.paused {
+		return &SessionPausedError{ID: s.id}
+	}
+	return nil
+}
+
+// info describes the session as its labels say now.
+func (s *liveSession) info() Session {
+	return sessionInfo(s.id, s.labels[reaper.LabelSession], s.rec, s.labels, reaper.LastUsed(s.labels, s.runDir))
+}
+
+// labelTime reads a label of Unix seconds.
+func labelTime(labels map[string]string, key string) (time.Time, bool) {
+	secs, err := strconv.ParseInt(labels[key], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(secs, 0), true
+}

@@ -1,0 +1,72 @@
+package server
+
+// A session's life over HTTP: pause, resume, its time left, its figures.
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+)
+
+// TimeoutRequest is the body of POST /v1/sessions/{id}/timeout.
+type TimeoutRequest struct {
+	Timeout string `json:"timeout" jsonschema:"the time the session has left from now, like 30m: it ends then, earlier or later than it would have"`
+}
+
+func (s *Server) handleSessionPause(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sess, err := s.runner.PauseSession(r.Context(), id, owner(r))
+	s.answerSession(w, r, "session_paused", id, sess, err)
+}
+
+func (s *Server) handleSessionResume(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sess, err := s.runner.ResumeSession(r.Context(), id, owner(r))
+	s.answerSession(w, r, "session_resumed", id, sess, err)
+}
+
+func (s *Server) handleSessionTimeout(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body TimeoutRequest
+	if !s.decodeBody(w, r, &body) {
+		return
+	}
+	d, err := time.ParseDuration(body.Timeout)
+	if err != nil || d <= 0 {
+		s.reject(w, r, http.StatusBadRequest, &runner.FieldError{Field: runner.FieldTimeout, Message: fmt.Sprintf("must be a positive duration, like 30m, not %q", body.Timeout)}, nil)
+		return
+	}
+	sess, err := s.runner.SetSessionTimeout(r.Context(), id, owner(r), d, s.cfg.Sessions)
+	s.answerSession(w, r, "session_timeout", id, sess, err)
+}
+
+func (s *Server) handleSessionStats(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	st, err := s.runner.SessionStats(r.Context(), id, owner(r))
+	if err != nil {
+		s.answerLifeError(w, r, "session_stats", id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// answerSession answers a change to a session's life with the session as
+// it is now, and logs it.
+func (s *Server) answerSession(w http.ResponseWriter, r *http.Request, event, id string, sess runner.Session, err error) {
+	if err != nil {
+		s.answerLifeError(w, r, event, id, err)
+		return
+	}
+	s.audit.write(s.sessionEntry(r, event, id, http.StatusOK, ""))
+	writeJSON(w, http.StatusOK, sess)
+}
+
+// answerLifeError answers a failed change to a session's life, and logs it.
+func (s *Server) answerLifeError(w http.ResponseWriter, r *http.Request, event, id string, err error) {
+	code := sessionStatus(err)
+	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
+	s.audit.write(s.sessionEntry(r, event, id, code, err.Error()))
+	writeJSON(w, code, sessionAPIError(code, err))
+}
