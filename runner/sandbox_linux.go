@@ -140,7 +140,8 @@ func (sb *sandbox) make(ctx context.Context, rootfs snapshots.Rootfs) error {
 }
 
 // prepare makes the host side: the run directory with its owner, the code
-// directory with boxer-init in it and the workspace tmpfs.
+// directory with boxer-init in it and the workspace tmpfs (a session's
+// files tmpfs).
 func (sb *sandbox) prepare() error {
 	if err := sb.to(statePrepared, stateNew); err != nil {
 		return err
@@ -161,9 +162,15 @@ func (sb *sandbox) prepare() error {
 	if err := linkInit(sb.r.host.Init, sb.dirs.Code); err != nil {
 		return err
 	}
-	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
-		return err
+	if sb.session != nil {
+		if err := sb.mountSessionFiles(uid, gid); err != nil {
+			return err
+		}
+	} else {
+		sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
+		if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+			return err
+		}
 	}
 	if err := sb.prepareSecrets(); err != nil {
 		return err
