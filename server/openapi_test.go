@@ -69,6 +69,11 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"SessionRequest", reflect.TypeOf(SessionRequest{}), sessionRefused},
 		{"CallRequest", reflect.TypeOf(CallRequest{}), nil},
 		{"Session", reflect.TypeOf(runner.Session{}), nil},
+		{"FileEntry", reflect.TypeOf(runner.FileEntry{}), nil},
+		{"FileList", reflect.TypeOf(ListAnswer{}), nil},
+		{"FilePath", reflect.TypeOf(PathRequest{}), nil},
+		{"FileMove", reflect.TypeOf(MoveRequest{}), nil},
+		{"WatchLine", reflect.TypeOf(WatchLine{}), nil},
 	} {
 		want := slices.DeleteFunc(jsonFields(c.typ), func(f string) bool { return slices.Contains(c.refused, f) })
 		if got := schemaProps(t, doc, c.schema); !slices.Equal(got, want) {
