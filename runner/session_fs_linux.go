@@ -343,8 +343,15 @@ func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to strin
 		}
 		defer dstDir.Close()
 		if err := unix.Renameat(int(srcDir.Fd()), path.Base(src.rel), int(dstDir.Fd()), path.Base(dst.rel)); err != nil {
-			if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+			switch {
+			case errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY):
 				return fmt.Errorf("%s: %w", dst.abs, ErrFileExists)
+			case errors.Is(err, unix.EISDIR):
+				return fieldErr("to", "%s is a directory, and %s is not: name the path it takes in it", dst.abs, src.abs)
+			case errors.Is(err, unix.ENOTDIR):
+				return fieldErr("to", "%s is a directory, and %s is not", src.abs, dst.abs)
+			case errors.Is(err, unix.EINVAL):
+				return fieldErr("to", "%s is in %s: a directory cannot move into itself", dst.abs, src.abs)
 			}
 			return err
 		}
