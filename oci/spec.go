@@ -254,6 +254,23 @@ func WithWorkspaceBind(source string) SpecOpts {
 	}
 }
 
+// WithWritableBind replaces the mount at destination (such as the /tmp
+// tmpfs), or appends one, with a writable, nosuid, nodev bind mount of
+// the host directory source.
+func WithWritableBind(source, destination string) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		m := specs.Mount{Destination: destination, Type: "bind", Source: source, Options: []string{"rbind", "rw", "nosuid", "nodev"}}
+		for i := range s.Mounts {
+			if s.Mounts[i].Destination == destination {
+				s.Mounts[i] = m
+				return nil
+			}
+		}
+		s.Mounts = append(s.Mounts, m)
+		return nil
+	}
+}
+
 // WithCgroupsPath sets the cgroup path of the container.
 func WithCgroupsPath(path string) SpecOpts {
 	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {

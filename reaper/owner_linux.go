@@ -115,15 +115,20 @@ func HandRunDir(dir, owner string) error {
 // WorkspaceDir is where a run directory's workspace (a tmpfs) is mounted.
 func WorkspaceDir(runDir string) string { return filepath.Join(runDir, "workspace") }
 
+// FilesDir is where a session's files are mounted: one tmpfs holding
+// what its sandbox binds at /workspace, /tmp and /home (see
+// runner/session_roots_linux.go).
+func FilesDir(runDir string) string { return filepath.Join(runDir, "files") }
+
 // RunMountDir is where a run directory's /run (a tmpfs holding the run's
 // secrets) is mounted.
 func RunMountDir(runDir string) string { return filepath.Join(runDir, "run") }
 
-// RemoveRunDir unmounts a run directory's workspace, secrets, network
-// namespace and user namespace, if any, and removes the directory; it
-// never removes through a mount.
+// RemoveRunDir unmounts a run directory's workspace (a session's files),
+// secrets, network namespace and user namespace, if any, and removes the
+// directory; it never removes through a mount.
 func RemoveRunDir(dir string) error {
-	for _, m := range []string{WorkspaceDir(dir), RunMountDir(dir), filepath.Join(dir, "netns"), filepath.Join(dir, "userns")} {
+	for _, m := range []string{WorkspaceDir(dir), FilesDir(dir), RunMountDir(dir), filepath.Join(dir, "netns"), filepath.Join(dir, "userns")} {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("unmounting %s: %w", m, err)
 		}

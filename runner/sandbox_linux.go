@@ -140,7 +140,8 @@ func (sb *sandbox) make(ctx context.Context, rootfs snapshots.Rootfs) error {
 }
 
 // prepare makes the host side: the run directory with its owner, the code
-// directory with boxer-init in it and the workspace tmpfs.
+// directory with boxer-init in it and the workspace tmpfs (a session's
+// files tmpfs).
 func (sb *sandbox) prepare() error {
 	if err := sb.to(statePrepared, stateNew); err != nil {
 		return err
@@ -161,9 +162,15 @@ func (sb *sandbox) prepare() error {
 	if err := linkInit(sb.r.host.Init, sb.dirs.Code); err != nil {
 		return err
 	}
-	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-	if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
-		return err
+	if sb.session != nil {
+		if err := sb.mountSessionFiles(uid, gid); err != nil {
+			return err
+		}
+	} else {
+		sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
+		if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+			return err
+		}
 	}
 	if err := sb.prepareSecrets(); err != nil {
 		return err
@@ -477,20 +484,4 @@ func withRootfs(r snapshots.Rootfs) containerd.NewContainerOpts {
 		c.Image = r.Image
 		return nil
 	}
-}
-
-// writeCode writes the program into dir, which is bind-mounted read-only
-// into the sandbox, and makes dir read-only.
-func writeCode(dir, file string, code []byte, support map[string]string) error {
-	for name, content := range support {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
-	// 0644, root's: even a sandbox running as uid 0 (without capabilities)
-	// meets the read-only mount, not just a permission bit.
-	if err := os.WriteFile(filepath.Join(dir, file), code, 0o644); err != nil {
-		return fmt.Errorf("writing code: %w", err)
-	}
-	return os.Chmod(dir, 0o555)
 }

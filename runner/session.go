@@ -223,5 +223,5 @@ type EndedSession struct {
 }
 
 // ErrFileNotFound is a session file that is not there, or not a regular
-// file.
-var ErrFileNotFound = errors.New("no such file in the session's workspace")
+// file where one is read, or one a symlink out of its root leads to.
+var ErrFileNotFound = errors.New("no such file in the session")

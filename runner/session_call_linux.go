@@ -112,7 +112,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 		return res, fmt.Errorf("writing code: %w", err)
 	}
 	defer os.Remove(codeFile)
-	workspace := reaper.WorkspaceDir(s.runDir)
+	workspace := sessionWorkspaceDir(s.runDir)
 	uid, gid, err := hostIDsOf(s.runDir, req.UID, req.GID)
 	if err != nil {
 		return res, err

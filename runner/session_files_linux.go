@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boxer-dev/boxer/reaper"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +23,7 @@ func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.R
 	if err != nil {
 		return nil, Request{}, err
 	}
-	root, err := os.OpenRoot(reaper.WorkspaceDir(s.runDir))
+	root, err := os.OpenRoot(sessionWorkspaceDir(s.runDir))
 	if err != nil {
 		return nil, Request{}, fmt.Errorf("opening session workspace: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/boxer-dev/boxer/daemon"
@@ -50,6 +51,10 @@ type sandboxDirs struct {
 	Code string
 	// Workspace, a size-limited tmpfs on the host, is bound at /workspace.
 	Workspace string
+	// Tmp and Home, a session's, are bound at /tmp and /home (with
+	// HOME=/home/user); empty: /tmp is a tmpfs of the sandbox's own, and
+	// there is no writable home (see mountSessionFiles).
+	Tmp, Home string
 	// Net is the sandbox's link out; nil without egress.
 	Net *sandboxNet
 	// Run, a memory-backed directory on the host, is bound read-only at
@@ -108,11 +113,14 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 			netEnv = append(netEnv, p.NetEnv...)
 		}
 	}
-	var trust []string
+	var trust, home []string
 	if dirs.Trust {
 		trust = trustEnv
 	}
-	args, env := req.args(), buildEnv(imageEnv, presetEnv, netEnv, trust, req.Env)
+	if dirs.Home != "" {
+		home = []string{"HOME=" + SessionHome}
+	}
+	args, env := req.args(), buildEnv(imageEnv, presetEnv, home, netEnv, trust, req.Env)
 	if len(dirs.SecretEnv) > 0 {
 		args = secretEnvScript(args, dirs.SecretEnv, env)
 	}
@@ -149,6 +157,12 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if dirs.Code != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))
+	}
+	if dirs.Tmp != "" {
+		opts = append(opts, oci.WithWritableBind(dirs.Tmp, "/tmp"))
+	}
+	if dirs.Home != "" {
+		opts = append(opts, oci.WithWritableBind(dirs.Home, path.Dir(SessionHome)))
 	}
 	if dirs.Run != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Run, "/run"))

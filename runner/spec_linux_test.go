@@ -28,6 +28,8 @@ func TestBuildSpec(t *testing.T) {
 		}
 		return n
 	}
+	sessionDirs := dirs
+	sessionDirs.Tmp, sessionDirs.Home = "/run/boxer/runs/bx-1/files/tmp", "/run/boxer/runs/bx-1/files/home"
 	usernsDirs := dirs
 	usernsDirs.Userns = &sandboxUserns{Path: "/run/boxer/runs/bx-1/userns", Base: 1 << 31}
 	custom := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}}
@@ -145,6 +147,30 @@ func TestBuildSpec(t *testing.T) {
 			}
 			if u := s.Process.User; u.UID != DefaultUID || u.GID != DefaultGID {
 				t.Errorf("user %d:%d, want the ids inside", u.UID, u.GID)
+			}
+		}},
+		{"session", norm(Request{Lang: "bash"}), sessionDirs, false, func(t *testing.T, s *specs.Spec) {
+			// /tmp and /home are the host's, bound in; HOME is the image's
+			// unless the request sets its own.
+			binds := map[string]string{}
+			for _, m := range s.Mounts {
+				if m.Type == "bind" {
+					binds[m.Destination] = m.Source
+				}
+				if m.Destination == "/tmp" && m.Type != "bind" {
+					t.Errorf("/tmp is a %s", m.Type)
+				}
+			}
+			if binds["/tmp"] != sessionDirs.Tmp || binds["/home"] != sessionDirs.Home {
+				t.Errorf("binds %v", binds)
+			}
+			if !slices.Contains(s.Process.Env, "HOME=/home/user") || slices.Contains(s.Process.Env, "HOME=/") {
+				t.Errorf("env %q, want HOME=/home/user", s.Process.Env)
+			}
+		}},
+		{"session, its own HOME", norm(Request{Lang: "bash", Env: []string{"HOME=/workspace"}}), sessionDirs, false, func(t *testing.T, s *specs.Spec) {
+			if !slices.Contains(s.Process.Env, "HOME=/workspace") || slices.Contains(s.Process.Env, "HOME=/home/user") {
+				t.Errorf("env %q, want the request's HOME", s.Process.Env)
 			}
 		}},
 		{"gated", norm(Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {

@@ -355,3 +355,19 @@ func returnFile(from *os.Root, rel string, budget int64) (ReturnedFile, bool) {
 	}
 	return f, true
 }
+
+// writeCode writes the program into dir, which is bind-mounted read-only
+// into the sandbox, and makes dir read-only.
+func writeCode(dir, file string, code []byte, support map[string]string) error {
+	for name, content := range support {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	// 0644, root's: even a sandbox running as uid 0 (without capabilities)
+	// meets the read-only mount, not just a permission bit.
+	if err := os.WriteFile(filepath.Join(dir, file), code, 0o644); err != nil {
+		return fmt.Errorf("writing code: %w", err)
+	}
+	return os.Chmod(dir, 0o555)
+}

@@ -72,6 +72,11 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"TimeoutRequest", reflect.TypeOf(TimeoutRequest{}), nil},
 		{"SessionStats", reflect.TypeOf(runner.SessionStats{}), nil},
 		{"NetworkStats", reflect.TypeOf(runner.NetworkStats{}), nil},
+		{"FileEntry", reflect.TypeOf(runner.FileEntry{}), nil},
+		{"FileList", reflect.TypeOf(ListAnswer{}), nil},
+		{"FilePath", reflect.TypeOf(PathRequest{}), nil},
+		{"FileMove", reflect.TypeOf(MoveRequest{}), nil},
+		{"WatchLine", reflect.TypeOf(WatchLine{}), nil},
 	} {
 		want := slices.DeleteFunc(jsonFields(c.typ), func(f string) bool { return slices.Contains(c.refused, f) })
 		if got := schemaProps(t, doc, c.schema); !slices.Equal(got, want) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -320,8 +321,16 @@ func (s *Server) answerSessionError(w http.ResponseWriter, r *http.Request, id s
 	writeJSON(w, code, sessionAPIError(code, err))
 }
 
+// The file handlers take a path relative to /workspace, or, its first
+// slash escaped (%2F), an absolute one anywhere the session's files are
+// (session_fs.go).
+
 func (s *Server) handleSessionFileGet(w http.ResponseWriter, r *http.Request) {
 	id, rel := r.PathValue("id"), r.PathValue("path")
+	if strings.HasPrefix(rel, "/") {
+		s.serveSessionFile(w, r, id, rel)
+		return
+	}
 	limit := s.cfg.Max.ReturnBytes
 	if limit <= 0 {
 		limit = runner.DefaultReturnBytes
@@ -352,8 +361,13 @@ func (s *Server) handleSessionFilePut(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.runner.WriteSessionFile(r.Context(), id, owner(r), rel, data); err != nil {
-		s.answerSessionError(w, r, id, err)
+	if strings.HasPrefix(rel, "/") {
+		_, err = s.runner.WriteSessionPath(r.Context(), id, owner(r), rel, bytes.NewReader(data))
+	} else {
+		err = s.runner.WriteSessionFile(r.Context(), id, owner(r), rel, data)
+	}
+	if err != nil {
+		s.answerFSError(w, r, id, err)
 		return
 	}
 	s.audit.write(s.sessionEntry(r, "session_files", id, http.StatusNoContent, ""))

@@ -31,8 +31,8 @@ type CloseSessionInput struct {
 	SessionID string `json:"session_id" jsonschema:"the session to close"`
 }
 
-// addSessionTools offers create_session and close_session; run_code runs
-// in a session when given its session_id.
+// addSessionTools offers create_session, close_session and the session's
+// file tools; run_code runs in a session when given its session_id.
 func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "create_session",
@@ -62,6 +62,7 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "session " + in.SessionID + " closed"}}}, struct{}{}, nil
 	})
+	addSessionFileTools(s, r, max)
 }
 
 // runInSession is run_code with a session_id.

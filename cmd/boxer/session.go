@@ -39,6 +39,7 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionCreateCommand(),
 			sessionRunCommand(),
 			sessionCpCommand(),
+			sessionFilesCommand(),
 			sessionLsCommand(),
 			sessionRmCommand(),
 			sessionPauseCommand(),
