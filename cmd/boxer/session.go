@@ -41,6 +41,11 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionCpCommand(),
 			sessionLsCommand(),
 			sessionRmCommand(),
+			sessionExecCommand(),
+			sessionPsCommand(),
+			sessionKillCommand(),
+			sessionAttachCommand(),
+			sessionStdinCommand(),
 		},
 	}
 }
