@@ -69,6 +69,10 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"SessionRequest", reflect.TypeOf(SessionRequest{}), sessionRefused},
 		{"CallRequest", reflect.TypeOf(CallRequest{}), nil},
 		{"Session", reflect.TypeOf(runner.Session{}), nil},
+		{"ProcessRequest", reflect.TypeOf(runner.ProcessRequest{}), nil},
+		{"Process", reflect.TypeOf(runner.ProcessInfo{}), nil},
+		{"ProcessEvent", reflect.TypeOf(runner.ProcessEvent{}), nil},
+		{"TermSize", reflect.TypeOf(runner.TermSize{}), nil},
 	} {
 		want := slices.DeleteFunc(jsonFields(c.typ), func(f string) bool { return slices.Contains(c.refused, f) })
 		if got := schemaProps(t, doc, c.schema); !slices.Equal(got, want) {

@@ -122,6 +122,12 @@ func (s *Server) Handler() http.Handler {
 		{"POST", "/v1/sessions/{id}/runs", http.HandlerFunc(s.handleSessionRun)},
 		{"GET", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFileGet)},
 		{"PUT", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFilePut)},
+		{"POST", "/v1/sessions/{id}/processes", http.HandlerFunc(s.handleProcessStart)},
+		{"GET", "/v1/sessions/{id}/processes", http.HandlerFunc(s.handleProcessList)},
+		{"GET", "/v1/sessions/{id}/processes/{ref}/output", http.HandlerFunc(s.handleProcessOutput)},
+		{"POST", "/v1/sessions/{id}/processes/{ref}/signal", http.HandlerFunc(s.handleProcessSignal)},
+		{"POST", "/v1/sessions/{id}/processes/{ref}/stdin", http.HandlerFunc(s.handleProcessStdin)},
+		{"POST", "/v1/sessions/{id}/processes/{ref}/resize", http.HandlerFunc(s.handleProcessResize)},
 		{"GET", "/healthz", http.HandlerFunc(s.handleHealth)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
 		{"GET", "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -62,6 +62,7 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "session " + in.SessionID + " closed"}}}, struct{}{}, nil
 	})
+	addProcessTools(s, r, max)
 }
 
 // runInSession is run_code with a session_id.
