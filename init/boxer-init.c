@@ -6,11 +6,25 @@
  * signal N) once the program has ended; the kernel then ends whatever is
  * left in the namespace.
  *
- *   boxer-init [-g] [--] program [argument...]
+ *   boxer-init [-g] [-a] [--] program [argument...]
+ *   boxer-init -k SIGNAL PID
  *
  * -g holds the program until a line comes on stdin (a sandbox made before
  * its request: the gate), read a byte at a time so that nothing after the
  * line is taken from the program.
+ *
+ * -a is for a session's processes, which boxer execs in a running sandbox
+ * with boxer-init before them (not as PID 1): boxer-init leads a process
+ * group of its own, which the program and what it starts join, and says
+ * its PID in the sandbox as the first line on stdout, "boxer-init: pid N",
+ * before the program exists to write anything: under gVisor the host
+ * knows only the PID of runsc's exec process, and a signal must be sent
+ * from inside.
+ *
+ * -k sends SIGNAL (a number) to the process PID that -a announced, from
+ * inside the sandbox: SIGKILL to its whole group (boxer-init cannot pass
+ * on a SIGKILL, and what the program started should end too), any other
+ * signal to boxer-init, which passes it on to the program.
  *
  * It runs as the sandbox's user, without capabilities, under the
  * sandbox's seccomp filter: it needs no more than clone, execve, read,
@@ -33,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -150,22 +165,48 @@ static int status(int ws)
 	return WEXITSTATUS(ws);
 }
 
+/* signal_process is -k: it sends sig to the process pid announced with
+ * -a, or to its group for SIGKILL. */
+static int signal_process(const char *sig, const char *pid)
+{
+	char *end;
+	long s = strtol(sig, &end, 10), p;
+	if (*sig == '\0' || *end != '\0' || s <= 0 || s >= NSIG)
+		goto usage;
+	p = strtol(pid, &end, 10);
+	if (*pid == '\0' || *end != '\0' || p <= 1)
+		goto usage;
+	if (kill(s == SIGKILL ? (pid_t)-p : (pid_t)p, (int)s) < 0) {
+		dprintf(2, "boxer-init: kill %ld: %s\n", p, strerror(errno));
+		return 1;
+	}
+	return 0;
+usage:
+	dprintf(2, "usage: boxer-init -k SIGNAL PID\n");
+	return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
-	int gated = 0, i = 1;
+	int gated = 0, announce = 0, i = 1;
+	if (argc == 4 && strcmp(argv[1], "-k") == 0)
+		return signal_process(argv[2], argv[3]);
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "--") == 0) {
 			i++;
 			break;
 		}
-		if (strcmp(argv[i], "-g") != 0) {
+		if (strcmp(argv[i], "-g") == 0) {
+			gated = 1;
+		} else if (strcmp(argv[i], "-a") == 0) {
+			announce = 1;
+		} else {
 			dprintf(2, "boxer-init: unknown flag %s\n", argv[i]);
 			return EXIT_USAGE;
 		}
-		gated = 1;
 	}
 	if (i >= argc) {
-		dprintf(2, "usage: boxer-init [-g] [--] program [argument...]\n");
+		dprintf(2, "usage: boxer-init [-g] [-a] [--] program [argument...]\n");
 		return EXIT_USAGE;
 	}
 	char **args = argv + i;
@@ -181,6 +222,17 @@ int main(int argc, char **argv)
 
 	if (gated)
 		gate();
+	if (announce) {
+		/* A process started on a terminal already leads its session and
+		 * group (EPERM): the program stays in the foreground group. */
+		setpgid(0, 0);
+		dprintf(1, "boxer-init: pid %d\n", (int)getpid());
+		/* gVisor's terminal gets its size from the host a moment after
+		 * the process starts: the program should not see 0x0. */
+		struct winsize ws;
+		for (int tries = 0; tries < 100 && ioctl(0, TIOCGWINSZ, &ws) == 0 && ws.ws_col == 0; tries++)
+			usleep(10000);
+	}
 
 	/* posix_spawn, not fork: the child shares boxer-init's memory until
 	 * it executes the program (clone with CLONE_VM and CLONE_VFORK), which

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/internal/leftover"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -334,6 +335,13 @@ func assertClean(t *testing.T) {
 	}
 	for _, pid := range standbyMakers() {
 		t.Errorf("standby maker %d left behind", pid)
+	}
+	// A keeper exits once it sees its session's sandbox end.
+	for deadline := time.Now().Add(5 * time.Second); len(leftover.Keepers(boxerBin)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, pid := range leftover.Keepers(boxerBin) {
+		t.Errorf("session keeper %d left behind", pid)
 	}
 	held, err := client.LeasesService().List(ctx)
 	if err != nil {

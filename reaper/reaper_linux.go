@@ -117,6 +117,11 @@ func (cfg Config) reap(ctx context.Context) {
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(cfg.Runs)
 	for _, e := range entries {
+		if ctx.Err() != nil {
+			// Out of time: an answer from containerd now would be the
+			// context's error, not "no such container".
+			break
+		}
 		dir := filepath.Join(cfg.Runs, e.Name())
 		if ns := RunDirNamespace(dir); ns != "" && ns != cfg.Namespace {
 			continue // another namespace's: its container is not ours to look up
@@ -130,7 +135,9 @@ func (cfg Config) reap(ctx context.Context) {
 		case removeDir:
 			_ = RemoveRunDir(dir)
 		case removeUnlessContainer:
-			if _, err := cfg.Client.LoadContainer(ctx, e.Name()); err != nil {
+			// Only containerd's "no such container": a live session's
+			// directory must survive a slow or failed answer.
+			if _, err := cfg.Client.LoadContainer(ctx, e.Name()); errdefs.IsNotFound(err) {
 				_ = RemoveRunDir(dir)
 			}
 		}

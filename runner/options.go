@@ -49,6 +49,10 @@ type Options struct {
 	// sandbox; TakeHandedOff gives it to the process that makes the
 	// standby, which removes it first (see Runner.TakeHandedOff).
 	HandOff bool
+	// Keeper is the command that starts a session's keeper, the host
+	// process that holds its processes (see Runner.Keep): the boxer binary
+	// and its global flags, to which "keeper ID" is added.
+	Keeper []string
 }
 
 // EgressOptions are the operator's settings of network egress.

@@ -58,8 +58,10 @@ type Runner struct {
 	shims      *shimSet
 	shimWarned atomic.Bool
 	secrets    *secrets.Store
-	inject     []secrets.Injection
-	cleanups   sync.WaitGroup
+	// keeper starts a session's keeper (Options.Keeper).
+	keeper   []string
+	inject   []secrets.Injection
+	cleanups sync.WaitGroup
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
@@ -95,6 +97,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		handOff:    o.HandOff,
 		shim:       runcShim,
 		secrets:    o.Secrets,
+		keeper:     o.Keeper,
 		inject:     o.Inject,
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {

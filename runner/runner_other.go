@@ -5,6 +5,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"io"
+	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -104,3 +106,36 @@ func (r *Runner) RemoveSandboxes(ctx context.Context, owner string, ids []string
 
 // HandTo does nothing off Linux.
 func (r *Runner) HandTo(owner string, ids []string) {}
+
+// Keep fails off Linux.
+func (r *Runner) Keep(context.Context, string) error { return ErrNotLinux }
+
+// StartProcess fails off Linux.
+func (r *Runner) StartProcess(context.Context, string, string, ProcessRequest) (ProcessInfo, error) {
+	return ProcessInfo{}, ErrNotLinux
+}
+
+// Processes fails off Linux.
+func (r *Runner) Processes(context.Context, string, string) ([]ProcessInfo, error) {
+	return nil, ErrNotLinux
+}
+
+// SignalProcess fails off Linux.
+func (r *Runner) SignalProcess(context.Context, string, string, string, syscall.Signal) error {
+	return ErrNotLinux
+}
+
+// SendStdin fails off Linux.
+func (r *Runner) SendStdin(context.Context, string, string, string, io.Reader, bool) error {
+	return ErrNotLinux
+}
+
+// ResizeProcess fails off Linux.
+func (r *Runner) ResizeProcess(context.Context, string, string, string, TermSize) error {
+	return ErrNotLinux
+}
+
+// AttachProcess fails off Linux.
+func (r *Runner) AttachProcess(context.Context, string, string, string, int64, func(ProcessEvent) error) error {
+	return ErrNotLinux
+}

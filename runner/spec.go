@@ -16,10 +16,17 @@ import (
 )
 
 // runscPidsOverhead is room for gVisor's own host threads in the sandbox's
-// pids cgroup, on top of two host tasks per sandboxed one (on the ptrace
-// platform each sandboxed thread has a host stub). Too little room kills the
-// whole sandbox instead of failing the program's fork.
-const runscPidsOverhead = 256
+// pids cgroup, on top of runscPidsPerTask host tasks per sandboxed one (on
+// the ptrace platform each sandboxed thread has a host stub, and the
+// Sentry a thread to trace it, and more while its tasks wait on the host).
+// Too little room kills the whole sandbox (the Sentry cannot make a
+// thread: exit 2) instead of failing the program's fork: measured with a
+// fork bomb at --pids 32, twice the tasks killed the sandbox, four times
+// gave the program its EAGAIN.
+const (
+	runscPidsOverhead = 256
+	runscPidsPerTask  = 4
+)
 
 // hostFacts are what a sandbox's spec takes from the host.
 type hostFacts struct {
@@ -89,7 +96,7 @@ type sandboxNet struct {
 func sandboxLimits(req Request, host hostFacts) oci.Limits {
 	l := oci.Limits{MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids + initPids, TmpBytes: req.TmpBytes, NoFile: host.NoFile}
 	if req.Runtime == "runsc" {
-		l.Pids = 2*l.Pids + runscPidsOverhead
+		l.Pids = runscPidsPerTask*l.Pids + runscPidsOverhead
 	}
 	return l
 }

@@ -86,7 +86,7 @@ func TestBuildSpec(t *testing.T) {
 			}
 		}},
 		{"runsc", norm(Request{Lang: "bash", Runtime: "runsc", Pids: 10}), dirs, false, func(t *testing.T, s *specs.Spec) {
-			if got := *s.Linux.Resources.Pids.Limit; got != 2*(10+1)+runscPidsOverhead {
+			if got := *s.Linux.Resources.Pids.Limit; got != runscPidsPerTask*(10+1)+runscPidsOverhead {
 				t.Errorf("host pids %d, want room for boxer-init and gVisor's threads", got)
 			}
 			if rl := rlimit(s, "RLIMIT_NPROC"); rl == nil || rl.Hard != 10+1 {

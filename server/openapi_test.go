@@ -77,6 +77,10 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"FilePath", reflect.TypeOf(PathRequest{}), nil},
 		{"FileMove", reflect.TypeOf(MoveRequest{}), nil},
 		{"WatchLine", reflect.TypeOf(WatchLine{}), nil},
+		{"ProcessRequest", reflect.TypeOf(runner.ProcessRequest{}), nil},
+		{"Process", reflect.TypeOf(runner.ProcessInfo{}), nil},
+		{"ProcessEvent", reflect.TypeOf(runner.ProcessEvent{}), nil},
+		{"TermSize", reflect.TypeOf(runner.TermSize{}), nil},
 	} {
 		want := slices.DeleteFunc(jsonFields(c.typ), func(f string) bool { return slices.Contains(c.refused, f) })
 		if got := schemaProps(t, doc, c.schema); !slices.Equal(got, want) {

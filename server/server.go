@@ -134,6 +134,12 @@ func (s *Server) Handler() http.Handler {
 		{"POST", "/v1/sessions/{id}/fs/move", http.HandlerFunc(s.handleFSMove)},
 		{"POST", "/v1/sessions/{id}/fs/remove", http.HandlerFunc(s.handleFSRemove)},
 		{"GET", "/v1/sessions/{id}/fs/watch", http.HandlerFunc(s.handleFSWatch)},
+		{"POST", "/v1/sessions/{id}/processes", http.HandlerFunc(s.handleProcessStart)},
+		{"GET", "/v1/sessions/{id}/processes", http.HandlerFunc(s.handleProcessList)},
+		{"GET", "/v1/sessions/{id}/processes/{ref}/output", http.HandlerFunc(s.handleProcessOutput)},
+		{"POST", "/v1/sessions/{id}/processes/{ref}/signal", http.HandlerFunc(s.handleProcessSignal)},
+		{"POST", "/v1/sessions/{id}/processes/{ref}/stdin", http.HandlerFunc(s.handleProcessStdin)},
+		{"POST", "/v1/sessions/{id}/processes/{ref}/resize", http.HandlerFunc(s.handleProcessResize)},
 		{"GET", "/healthz", http.HandlerFunc(s.handleHealth)},
 		{"GET", "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
 		{"GET", "/v1/openapi.json", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -63,6 +63,7 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "session " + in.SessionID + " closed"}}}, struct{}{}, nil
 	})
 	addSessionFileTools(s, r, max)
+	addProcessTools(s, r, max)
 }
 
 // runInSession is run_code with a session_id.

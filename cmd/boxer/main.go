@@ -118,6 +118,7 @@ then 'sudo boxer run --lang python -c "print(1)"'. 'boxer doctor' checks the hos
 			serveCommand(),
 			mcpCommand(),
 			standbyCommand(),
+			keeperCommand(),
 		},
 		Action: unknownCommand,
 	}
@@ -218,6 +219,9 @@ func connect(c *cli.Context, progress io.Writer, reap bool, more ...func(*runner
 			Netns:       c.String("egress-netns"),
 			AllowNoSNI:  c.Bool("allow-no-sni"),
 		},
+	}
+	if self, err := os.Executable(); err == nil {
+		o.Keeper = keeperArgs(c, self)
 	}
 	var err error
 	if o.Userns, err = usernsOptions(c); err != nil {

@@ -46,6 +46,11 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionResumeCommand(),
 			sessionTimeoutCommand(),
 			sessionStatsCommand(),
+			sessionExecCommand(),
+			sessionPsCommand(),
+			sessionKillCommand(),
+			sessionAttachCommand(),
+			sessionStdinCommand(),
 		},
 	}
 }

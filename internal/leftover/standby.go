@@ -29,3 +29,23 @@ func StandbyMakers(bin string) []int {
 	}
 	return pids
 }
+
+// Keepers lists the PIDs of the session keepers ('bin ... keeper ID') that
+// bin started.
+func Keepers(bin string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(args) > 2 && args[0] == bin && args[len(args)-2] == "keeper" {
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}

@@ -1,0 +1,239 @@
+package runner
+
+// A session's processes, from its clients: the keeper's other end.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// keeperStart is how long a command waits for a keeper it started to
+// answer.
+const keeperStart = 10 * time.Second
+
+// keeperFor returns a client of session id's keeper, starting the keeper
+// when none answers. The caller must own the session.
+func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClient, error) {
+	s, err := r.loadSession(ctx, id, caller, false)
+	if err != nil {
+		return nil, err
+	}
+	kc := newKeeperClient(filepath.Join(s.runDir, keeperSock))
+	if kc.alive(ctx) {
+		return kc, nil
+	}
+	if len(r.keeper) == 0 {
+		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
+	}
+	logf, err := os.OpenFile(filepath.Join(s.runDir, keeperLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(r.keeper[0], append(append([]string{}, r.keeper[1:]...), "keeper", id)...)
+	// Its own session: the caller's terminal and process group are not its.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	deadline := time.After(keeperStart)
+	for !kc.alive(ctx) {
+		select {
+		case <-exited:
+			// Another keeper may have won the lock: then it answers.
+			if kc.alive(ctx) {
+				return kc, nil
+			}
+			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+		case <-deadline:
+			return nil, errors.New("the session's keeper did not answer in 10s")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return kc, nil
+}
+
+func lastLine(file string) string {
+	data, _ := os.ReadFile(file)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return lines[len(lines)-1]
+}
+
+// StartProcess starts a command in session id of caller ("" for any) and
+// returns it once it runs; AttachProcess follows its output.
+func (r *Runner) StartProcess(ctx context.Context, id, caller string, req ProcessRequest) (ProcessInfo, error) {
+	if err := req.check(); err != nil {
+		return ProcessInfo{}, err
+	}
+	var info ProcessInfo
+	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes", nil, jsonBody(req), &info)
+	})
+	return info, err
+}
+
+// Processes lists session id's processes, running and ended.
+func (r *Runner) Processes(ctx context.Context, id, caller string) ([]ProcessInfo, error) {
+	var out []ProcessInfo
+	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "GET", "/processes", nil, nil, &out)
+	})
+	return out, err
+}
+
+// SignalProcess sends sig to process ref (its number or tag) of session
+// id, and to what it started for SIGKILL.
+func (r *Runner) SignalProcess(ctx context.Context, id, caller, ref string, sig syscall.Signal) error {
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/signal", url.Values{"signal": {strconv.Itoa(int(sig))}}, nil, nil)
+	})
+}
+
+// SendStdin writes in to process ref's stdin, and closes it after if
+// close.
+func (r *Runner) SendStdin(ctx context.Context, id, caller, ref string, in io.Reader, close bool) error {
+	q := url.Values{}
+	if close {
+		q.Set("close", "1")
+	}
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/stdin", q, in, nil)
+	})
+}
+
+// ResizeProcess changes the size of process ref's terminal.
+func (r *Runner) ResizeProcess(ctx context.Context, id, caller, ref string, size TermSize) error {
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/resize", nil, jsonBody(size), nil)
+	})
+}
+
+// AttachProcess follows process ref's output from offset from (0: all
+// that its ring still holds), calling fn with each event until the
+// process's end (the last event has End) or ctx's.
+func (r *Runner) AttachProcess(ctx context.Context, id, caller, ref string, from int64, fn func(ProcessEvent) error) error {
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		resp, err := kc.do(ctx, "GET", "/processes/"+url.PathEscape(ref)+"/output", url.Values{"from": {strconv.FormatInt(from, 10)}}, nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		dec := json.NewDecoder(bufio.NewReader(resp.Body))
+		for {
+			var ev ProcessEvent
+			if err := dec.Decode(&ev); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("following the process: the session ended or its keeper stopped (%v)", err)
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			if ev.End != nil {
+				return nil
+			}
+		}
+	})
+}
+
+// toKeeper runs f with session id's keeper.
+func (r *Runner) toKeeper(ctx context.Context, id, caller string, f func(*keeperClient) error) error {
+	kc, err := r.keeperFor(ctx, id, caller)
+	if err != nil {
+		return err
+	}
+	return f(kc)
+}
+
+// keeperClient speaks to one keeper.
+type keeperClient struct {
+	http *http.Client
+}
+
+func newKeeperClient(sock string) *keeperClient {
+	return &keeperClient{http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		DisableCompression: true,
+	}}}
+}
+
+// alive says whether a keeper answers.
+func (kc *keeperClient) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var out []ProcessInfo
+	return kc.call(ctx, "GET", "/processes", nil, nil, &out) == nil
+}
+
+func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
+	u := "http://keeper" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := kc.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the session's keeper: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var f keeperFault
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&f); err != nil {
+			return nil, fmt.Errorf("the session's keeper answered %s", resp.Status)
+		}
+		switch {
+		case f.NotFound:
+			return nil, ErrProcessNotFound
+		case f.Field != "":
+			return nil, &FieldError{Field: f.Field, Message: f.Error, Forbidden: f.Forbidden}
+		}
+		return nil, errors.New(f.Error)
+	}
+	return resp, nil
+}
+
+func (kc *keeperClient) call(ctx context.Context, method, path string, q url.Values, body io.Reader, out any) error {
+	resp, err := kc.do(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func jsonBody(v any) io.Reader {
+	data, _ := json.Marshal(v)
+	return strings.NewReader(string(data))
+}
