@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -25,9 +26,11 @@ import (
 // A session's processes outlive the boxer command that starts them (a
 // background dev server, a watcher), and their output must wait for a
 // later attach. Something on the host must read it meanwhile: the
-// session's keeper, `boxer keeper ID`, a detached process that the first
-// command needing it starts (Options.Keeper) and that lives as long as the
-// session's sandbox, as the standby maker lives for its standby. It holds
+// session's keeper, `boxer keeper ID`, a detached process started when the
+// session is made (Options.Keeper; again by the next command that needs it,
+// should it die) that lives as long as the session's sandbox, as the
+// standby maker lives for its standby. It also ends the session at its
+// deadline or idle timeout, as any boxer process would, when none runs. It holds
 // each process's streams, keeps the last DefaultRingBytes of its output,
 // and answers the session's clients on a unix socket in the session's run
 // directory, readable by root only. There is at most one per session: it
@@ -45,6 +48,8 @@ const (
 	// keeperTouch is how often a keeper with a running process marks its
 	// session used: a session is not idle while something runs in it.
 	keeperTouch = 20 * time.Second
+	// keeperCheck is how often a keeper looks whether its session is over.
+	keeperCheck = time.Second
 )
 
 // keeper serves one session's processes.
@@ -114,6 +119,8 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	defer srv.Close()
 	tick := time.NewTicker(keeperTouch)
 	defer tick.Stop()
+	check := time.NewTicker(keeperCheck)
+	defer check.Stop()
 	for {
 		select {
 		case <-ended:
@@ -125,8 +132,27 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 			if k.running() > 0 {
 				_ = reaper.TouchSession(runDir, time.Now())
 			}
+		case <-check.C:
+			if k.over() {
+				return nil
+			}
 		}
 	}
+}
+
+// over ends the session if it is past its deadline or idle timeout (its
+// labels' verdict, as any boxer process takes it), and says whether it
+// has ended: the keeper is what ends a session on time when no other
+// boxer process runs.
+func (k *keeper) over() bool {
+	info, err := k.c.Info(k.ctx, containerd.WithoutRefreshedMetadata)
+	if errdefs.IsNotFound(err) {
+		return true
+	} else if err != nil {
+		return false
+	}
+	reason, _ := k.r.expire(k.ctx, k.c, info, false)
+	return reason != ""
 }
 
 // running counts the processes that have not ended.

@@ -171,6 +171,13 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		}
 		return Session{}, err
 	}
+	// Its keeper ends it on time with no other boxer process running; a
+	// command that needs it starts another should this one fail.
+	if len(r.keeper) > 0 {
+		if _, err := r.spawnKeeper(sb.runDir, sb.id); err != nil {
+			log.G(ctx).WithError(err).Warn("starting the session's keeper")
+		}
+	}
 	return sessionInfo(sb.id, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, nil, now), nil
 }
 

@@ -36,26 +36,10 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 	if kc.alive(ctx) {
 		return kc, nil
 	}
-	if len(r.keeper) == 0 {
-		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
-	}
-	logf, err := os.OpenFile(filepath.Join(s.runDir, keeperLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	exited, err := r.spawnKeeper(s.runDir, id)
 	if err != nil {
-		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+		return nil, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(r.keeper[0], append(append([]string{}, r.keeper[1:]...), "keeper", id)...)
-	// Its own session: the caller's terminal and process group are not its.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the session's keeper: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	deadline := time.After(keeperStart)
 	for !kc.alive(ctx) {
 		select {
@@ -73,6 +57,33 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 		}
 	}
 	return kc, nil
+}
+
+// spawnKeeper starts session id's keeper, detached, and does not wait
+// for it: exited is closed when the process ends (at once, if another
+// keeper holds the session).
+func (r *Runner) spawnKeeper(runDir, id string) (exited chan struct{}, err error) {
+	if len(r.keeper) == 0 {
+		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
+	}
+	logf, err := os.OpenFile(filepath.Join(runDir, keeperLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(r.keeper[0], append(append([]string{}, r.keeper[1:]...), "keeper", id)...)
+	// Its own session: the caller's terminal and process group are not its.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+	}
+	exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	return exited, nil
 }
 
 func lastLine(file string) string {
