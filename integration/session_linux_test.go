@@ -371,6 +371,33 @@ func TestSessionMCP(t *testing.T) {
 	if out.Stdout != "42\n" || out.Session != sess.ID {
 		t.Errorf("run_code in the session: %+v", out)
 	}
+	// Commands beside the interpreter: foreground, background, listed,
+	// killed.
+	call := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s %v: %v %+v", tool, args, err, res)
+		}
+		var m map[string]any
+		data, _ := json.Marshal(res.StructuredContent)
+		must(t, json.Unmarshal(data, &m))
+		return m
+	}
+	ex := call("exec_command", map[string]any{"session_id": sess.ID, "command": "echo from sh; echo oops >&2; exit 2"})
+	if p, _ := ex["process"].(map[string]any); ex["stdout"] != "from sh\n" || ex["stderr"] != "oops\n" || p["exit_code"] != 2.0 {
+		t.Errorf("exec_command: %v", ex)
+	}
+	call("exec_command", map[string]any{"session_id": sess.ID, "command": "sleep 300", "background": true, "tag": "nap"})
+	list := call("list_processes", map[string]any{"session_id": sess.ID})
+	if ps, _ := list["processes"].([]any); len(ps) != 2 || ps[1].(map[string]any)["tag"] != "nap" || ps[1].(map[string]any)["running"] != true {
+		t.Errorf("list_processes: %v", list)
+	}
+	call("kill_process", map[string]any{"session_id": sess.ID, "process": "nap", "signal": "KILL"})
+	ex = call("exec_command", map[string]any{"session_id": sess.ID, "command": "sleep 5", "timeout": "1s"})
+	if ex["timed_out"] != true {
+		t.Errorf("exec_command past its timeout: %v", ex)
+	}
 	must(t, session.Close())
 	_ = cmd.Wait()
 	assertClean(t)
