@@ -156,9 +156,10 @@ func TestSessionCLI(t *testing.T) {
 }
 
 // TestSessionExpiry: the idle timeout ends a session at the next boxer
-// call; so does its lifetime, whose end may move (SetSessionTimeout): its
-// sandbox's PID 1 waits for the longest it may live, the maximum lifetime,
-// and ends it by itself then, with no boxer process running.
+// call; its lifetime, whose end may move (SetSessionTimeout), is ended by
+// the session's keeper with no boxer command run; its sandbox's PID 1
+// waits for the longest it may live, the maximum lifetime, and ends it by
+// itself then, with no boxer process running at all.
 func TestSessionExpiry(t *testing.T) {
 	id := createSession(t, "--lang", "python", "--idle-timeout", "2s")
 	time.Sleep(3500 * time.Millisecond)
@@ -178,7 +179,15 @@ func TestSessionExpiry(t *testing.T) {
 	if secs, _ := strconv.Atoi(args[len(args)-1]); args[len(args)-2] != "sleep" || secs < 86000 || secs > 86401 {
 		t.Errorf("PID 1 %q, want a sleep for the maximum lifetime, 24h", args)
 	}
-	time.Sleep(3500 * time.Millisecond)
+	// Its keeper ends it at its lifetime, with no boxer command run.
+	for deadline := time.Now().Add(8 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := client.LoadContainer(ctx, id); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s still there 8s after its 3s lifetime, with its keeper running", id)
+		}
+	}
 	if r := boxer(t, nil, "session", "ls"); strings.Contains(r.stdout, id) {
 		t.Errorf("ls lists an ended session: %s", r.stdout)
 	}

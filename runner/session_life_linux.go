@@ -168,10 +168,10 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 		CPUTimeMs:   float64(st.CPUTimeNs/1000) / 1000,
 		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes, MemoryLimitBytes: s.rec.Request.MemoryBytes,
 	}
-	// The workspace is a tmpfs of its own, mounted on the host.
+	// /workspace, /tmp and /home/user are one tmpfs, mounted on the host.
 	var fs unix.Statfs_t
-	if err := unix.Statfs(reaper.WorkspaceDir(s.runDir), &fs); err != nil {
-		return SessionStats{}, fmt.Errorf("reading session %s's workspace: %w", id, err)
+	if err := unix.Statfs(reaper.FilesDir(s.runDir), &fs); err != nil {
+		return SessionStats{}, fmt.Errorf("reading session %s's files: %w", id, err)
 	}
 	out.DiskLimitBytes = fs.Blocks * uint64(fs.Bsize)
 	out.DiskUsedBytes = (fs.Blocks - fs.Bfree) * uint64(fs.Bsize)

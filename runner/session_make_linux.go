@@ -171,9 +171,10 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		}
 		return Session{}, err
 	}
-	// Its keeper ends it on time with no other boxer process running; a
-	// command that needs it starts another should this one fail.
-	if len(r.keeper) > 0 {
+	// The keeper of one that lives on its own ends it on time with no
+	// other boxer process running (a held one's holder does); a command
+	// that needs a keeper starts one should this fail.
+	if len(r.keeper) > 0 && !sr.Held {
 		if _, err := r.spawnKeeper(sb.runDir, sb.id); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}
