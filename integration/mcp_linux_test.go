@@ -42,7 +42,7 @@ func TestMCP(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"close_session", "create_session", "list_languages", "run_code"}) {
+	if !slices.Equal(names, []string{"close_session", "create_session", "exec_command", "kill_process", "list_files", "list_languages", "list_processes", "read_file", "run_code", "write_file"}) {
 		t.Errorf("tools %v", names)
 	}
 
