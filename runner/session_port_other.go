@@ -1,0 +1,16 @@
+//go:build !linux
+
+package runner
+
+import (
+	"context"
+	"net"
+)
+
+// DialPort fails off Linux.
+func (r *Runner) DialPort(context.Context, string, string, int) (net.Conn, error) {
+	return nil, ErrNotLinux
+}
+
+// CheckSession fails off Linux.
+func (r *Runner) CheckSession(context.Context, string, string) error { return ErrNotLinux }
