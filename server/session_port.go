@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -73,6 +74,10 @@ func (s *Server) answerPortError(w http.ResponseWriter, r *http.Request, id stri
 		return
 	case r.Context().Err() != nil:
 		return
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// runsc hands the connection over before gVisor has connected:
+		// a refused one is closed at once.
+		pe = &runner.PortError{ID: id, Port: port, Reason: "the connection was closed before an answer"}
 	default:
 		pe = &runner.PortError{ID: id, Port: port, Reason: err.Error()}
 	}
