@@ -1,7 +1,6 @@
 package runner
 
-// A session's ports: a connection to a port a program listens on inside
-// the session, made in the session's own network, never the host's.
+// A session's ports: connections made inside its own network, never the host's.
 
 import (
 	"bytes"

@@ -2,6 +2,8 @@
 
 package runner
 
+// A session's ports, off Linux: none.
+
 import (
 	"context"
 	"net"
