@@ -26,10 +26,14 @@ func RunscFlags() []string {
 	return []string{"--platform=ptrace", "--network=none", "--oci-seccomp", "--gofer-network-namespace=new"}
 }
 
-// runscEgressFlags are RunscFlags for a sandbox with egress: gVisor's
-// netstack drives the sandbox's eth0 (--network=sandbox); the policy is
-// enforced on the host end, which every frame it writes must cross.
-func runscEgressFlags() []string {
+// runscNetstackFlags are RunscFlags for a sandbox with egress or a
+// session: gVisor's netstack is attached to the sandbox's own network
+// namespace (--network=sandbox). With egress it drives the sandbox's eth0,
+// and the policy is enforced on the host end, which every frame it writes
+// must cross; a session without egress has loopback only, as with
+// --network=none, but runsc forwards a port to it only in this mode
+// ("unsupported network type none" otherwise: see session_port_linux.go).
+func runscNetstackFlags() []string {
 	flags := RunscFlags()
 	for i, f := range flags {
 		if f == "--network=none" {
@@ -41,10 +45,11 @@ func runscEgressFlags() []string {
 
 // runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls
-// a wrapper that adds RunscFlags to every runsc command. runc in a user
+// a wrapper that adds RunscFlags (runscNetstackFlags for netstack) to
+// every runsc command. runc in a user
 // namespace of boxer's runs through a wrapper that sets its rlimits (see
 // runcUsernsWrapper).
-func (r *Runner) runtime(name string, egress, userns bool) (string, any, error) {
+func (r *Runner) runtime(name string, netstack, userns bool) (string, any, error) {
 	switch name {
 	case "runc":
 		if userns {
@@ -60,7 +65,7 @@ func (r *Runner) runtime(name string, egress, userns bool) (string, any, error) 
 		if err != nil {
 			return "", nil, err
 		}
-		wrapper, err := r.runscWrapper(bin, egress)
+		wrapper, err := r.runscWrapper(bin, netstack)
 		if err != nil {
 			return "", nil, err
 		}
@@ -150,11 +155,12 @@ func runscBinary() (string, error) {
 }
 
 // runscWrapper writes the script the shim runs as its "runc" binary: one
-// for sandboxes without network, one for those with egress.
-func (r *Runner) runscWrapper(bin string, egress bool) (string, error) {
+// for sandboxes without network, one for those with gVisor's netstack on
+// their namespace (egress, or a session).
+func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
 	name, flags := "runsc", RunscFlags()
-	if egress {
-		name, flags = "runsc-egress", runscEgressFlags()
+	if netstack {
+		name, flags = "runsc-netstack", runscNetstackFlags()
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by boxer: runsc with boxer's flags, for containerd's runc shim.\nexec %s", bin)

@@ -178,7 +178,7 @@ func (sb *sandbox) prepare() error {
 	if sb.req.egress() {
 		return sb.attachLink()
 	}
-	return nil
+	return sb.makeLoopback()
 }
 
 // create makes the container and its task: the runtime creates the
@@ -208,7 +208,9 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		labels[reaper.LabelAnchor] = "true"
 	}
 	maps.Copy(labels, sb.standby)
-	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil, sb.dirs.Userns != nil)
+	// A session's runsc has its netstack so that its ports can be
+	// forwarded (session_port_linux.go).
+	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil || sb.session != nil, sb.dirs.Userns != nil)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // keeperStart is how long a command waits for a keeper it started to
@@ -44,11 +46,15 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 	for !kc.alive(ctx) {
 		select {
 		case <-exited:
-			// Another keeper may have won the lock: then it answers.
+			// Another keeper may have won the lock: then it answers, once
+			// it listens (the one made with the session may not yet).
 			if kc.alive(ctx) {
 				return kc, nil
 			}
-			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+			if !keeperLocked(s.runDir) {
+				return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+			}
+			exited = nil
 		case <-deadline:
 			return nil, errors.New("the session's keeper did not answer in 10s")
 		case <-ctx.Done():
@@ -84,6 +90,16 @@ func (r *Runner) spawnKeeper(runDir, id string) (exited chan struct{}, err error
 		close(exited)
 	}()
 	return exited, nil
+}
+
+// keeperLocked says whether a keeper holds session runDir's keeper lock.
+func keeperLocked(runDir string) bool {
+	f, err := os.Open(filepath.Join(runDir, keeperLock))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
 }
 
 func lastLine(file string) string {

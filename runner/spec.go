@@ -64,6 +64,10 @@ type sandboxDirs struct {
 	Tmp, Home string
 	// Net is the sandbox's link out; nil without egress.
 	Net *sandboxNet
+	// Netns, without Net, is a network namespace of the sandbox's own
+	// with lo up (a gVisor session's: see makeLoopback); empty: the
+	// runtime makes one.
+	Netns string
 	// Run, a memory-backed directory on the host, is bound read-only at
 	// /run when the run has secrets (SecretsDir, TrustBundle).
 	Run string
@@ -173,6 +177,9 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if dirs.Run != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Run, "/run"))
+	}
+	if dirs.Netns != "" {
+		opts = append(opts, oci.WithNetworkNamespace(dirs.Netns))
 	}
 	if dirs.Net != nil {
 		opts = append(opts, oci.WithNetworkNamespace(dirs.Net.Netns), oci.WithReadonlyBind(dirs.Net.ResolvConf, "/etc/resolv.conf"))

@@ -164,6 +164,9 @@ func (s *Server) Handler() http.Handler {
 			s.reject(w, r, http.StatusMethodNotAllowed, &APIError{Field: "method", Message: "must be " + strings.ReplaceAll(methods, ", ", " or ") + " for " + p}, nil)
 		})
 	}
+	for _, p := range portPaths {
+		mux.HandleFunc(p, s.handleSessionPort)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusNotFound, &APIError{Field: "path", Message: "names nothing: see GET /v1/openapi.json"}, nil)
 	})

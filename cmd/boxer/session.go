@@ -51,6 +51,7 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionKillCommand(),
 			sessionAttachCommand(),
 			sessionStdinCommand(),
+			sessionPortCommand(),
 		},
 	}
 }
