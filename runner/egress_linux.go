@@ -55,21 +55,33 @@ func (sb *sandbox) attachLink() error {
 
 // startLink lets the sandbox's traffic out under its delivered allowlist.
 func (sb *sandbox) startLink(d delivery) error {
-	policy, err := egress.ParsePolicy(d.AllowHosts)
+	cfg, err := sb.r.gatewayConfig(d.AllowHosts, d.NetBytes)
 	if err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
+		return err
 	}
-	upstream := sb.r.egress.upstream
+	cfg.Inject, cfg.CA = sb.injections, sb.ca
+	sb.link.Start(cfg)
+	return nil
+}
+
+// gatewayConfig is what a sandbox's gateway enforces for an allowlist
+// and a quota, with the operator's settings: a run's, a session's (its
+// keeper's).
+func (r *Runner) gatewayConfig(allow []string, netBytes int64) (egress.Config, error) {
+	policy, err := egress.ParsePolicy(allow)
+	if err != nil {
+		return egress.Config{}, fieldErr(FieldAllowHosts, "%v", err)
+	}
+	upstream := r.egress.upstream
 	if upstream == "" {
 		if upstream, err = egress.HostResolver(); err != nil {
-			return err
+			return egress.Config{}, err
 		}
 	}
-	sb.link.Start(egress.Config{
-		Policy: policy, MaxBytes: d.NetBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: sb.r.egress.dial,
-		Inject: sb.injections, CA: sb.ca, AllowNoSNI: sb.r.egress.allowNoSNI,
-	})
-	return nil
+	return egress.Config{
+		Policy: policy, MaxBytes: netBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: r.egress.dial,
+		AllowNoSNI: r.egress.allowNoSNI,
+	}, nil
 }
 
 // sweepLinks removes what sandboxes whose run directory is gone left of

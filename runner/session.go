@@ -169,9 +169,6 @@ func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, tim
 	if req.Lang == "" {
 		return req, 0, 0, fieldErr(FieldLang, "is required for a session: one of %s", strings.Join(PresetNames(), ", "))
 	}
-	if len(req.AllowHosts) > 0 {
-		return req, 0, 0, fieldErr(FieldAllowHosts, "is not available for sessions yet: a session has no network (use a run)")
-	}
 	if len(req.Secrets) > 0 {
 		return req, 0, 0, fieldErr(FieldSecrets, "are not available for sessions yet (use a run)")
 	}

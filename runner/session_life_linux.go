@@ -5,6 +5,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -168,13 +169,25 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 		CPUTimeMs:   float64(st.CPUTimeNs/1000) / 1000,
 		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes, MemoryLimitBytes: s.rec.Request.MemoryBytes,
 	}
-	// The workspace is a tmpfs of its own, mounted on the host.
+	// Its files (/workspace, /tmp, /home/user) are a tmpfs of their own,
+	// mounted on the host; a session made before them has its workspace.
 	var fs unix.Statfs_t
-	if err := unix.Statfs(reaper.WorkspaceDir(s.runDir), &fs); err != nil {
+	err = unix.Statfs(reaper.FilesDir(s.runDir), &fs)
+	if errors.Is(err, unix.ENOENT) {
+		err = unix.Statfs(reaper.WorkspaceDir(s.runDir), &fs)
+	}
+	if err != nil {
 		return SessionStats{}, fmt.Errorf("reading session %s's workspace: %w", id, err)
 	}
 	out.DiskLimitBytes = fs.Blocks * uint64(fs.Bsize)
 	out.DiskUsedBytes = (fs.Blocks - fs.Bfree) * uint64(fs.Bsize)
+	if len(s.rec.Request.AllowHosts) > 0 {
+		n, err := r.SessionNetwork(ctx, id, caller)
+		if err != nil {
+			return SessionStats{}, err
+		}
+		out.Network = &NetworkStats{SentBytes: uint64(n.BytesOut), ReceivedBytes: uint64(n.BytesIn)}
+	}
 	return out, nil
 }
 

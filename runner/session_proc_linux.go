@@ -61,8 +61,9 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 
 // spawnKeeper starts session id's keeper, detached, and does not wait
 // for it: exited is closed when the process ends (at once, if another
-// keeper holds the session).
-func (r *Runner) spawnKeeper(runDir, id string) (exited chan struct{}, err error) {
+// keeper holds the session). gateway are the sockets of the session's
+// gateway, for the keeper to serve, when its maker starts it.
+func (r *Runner) spawnKeeper(runDir, id string, gateway ...*os.File) (exited chan struct{}, err error) {
 	if len(r.keeper) == 0 {
 		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
 	}
@@ -75,6 +76,16 @@ func (r *Runner) spawnKeeper(runDir, id string) (exited chan struct{}, err error
 	// Its own session: the caller's terminal and process group are not its.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(gateway) > 0 {
+		// The session's gateway, to serve (see session_net_linux.go).
+		cmd.ExtraFiles = gateway
+		cmd.Env = append(os.Environ(), keeperGatewayEnv+"=3")
+		defer func() {
+			for _, f := range gateway {
+				f.Close()
+			}
+		}()
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the session's keeper: %w", err)
 	}
@@ -224,6 +235,8 @@ func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Value
 		switch {
 		case f.NotFound:
 			return nil, ErrProcessNotFound
+		case f.NoNetwork:
+			return nil, ErrNoNetwork
 		case f.Field != "":
 			return nil, &FieldError{Field: f.Field, Message: f.Error, Forbidden: f.Forbidden}
 		}
