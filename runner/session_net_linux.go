@@ -43,6 +43,12 @@ type sessionNet struct {
 	Gateway  egress.GatewayAddr `json:"gateway"`
 	Allow    []string           `json:"allow"`
 	NetBytes int64              `json:"net_bytes"`
+	// The operator's settings the session was made with: whichever
+	// boxer command starts its keeper again, it serves the session as
+	// it was made.
+	UpstreamDNS string `json:"upstream_dns,omitempty"`
+	Netns       string `json:"netns,omitempty"`
+	AllowNoSNI  bool   `json:"allow_no_sni,omitempty"`
 }
 
 // ErrNoNetwork is a network operation on a session made without
@@ -52,7 +58,8 @@ var ErrNoNetwork = errors.New("the session has no network (it was made without a
 // handLink records the made session's network and starts its keeper with
 // the gateway's sockets; this process's gateway closes.
 func (r *Runner) handLink(ctx context.Context, sb *sandbox) error {
-	rec := sessionNet{Gateway: sb.link.GatewayAddr(), Allow: sb.req.AllowHosts, NetBytes: sb.req.NetBytes}
+	e := r.egress
+	rec := sessionNet{Gateway: sb.link.GatewayAddr(), Allow: sb.req.AllowHosts, NetBytes: sb.req.NetBytes, UpstreamDNS: e.upstream, Netns: e.netns, AllowNoSNI: e.allowNoSNI}
 	if err := writeSessionNet(sb.runDir, rec); err != nil {
 		return err
 	}
@@ -100,7 +107,13 @@ func (r *Runner) keeperGateway(runDir string) (*egress.Gateway, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	cfg, err := r.gatewayConfig(rec.Allow, rec.NetBytes)
+	e := egressSetup{upstream: rec.UpstreamDNS, netns: rec.Netns, allowNoSNI: rec.AllowNoSNI}
+	if e.netns != "" {
+		if e.dial, err = egress.NetnsDialer(e.netns); err != nil {
+			return nil, fmt.Errorf("egress namespace %s: %w", e.netns, err)
+		}
+	}
+	cfg, err := e.gatewayConfig(rec.Allow, rec.NetBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,10 @@ import (
 // answer.
 const keeperStart = 10 * time.Second
 
+// keeperRival is how long a command whose keeper exited at once waits
+// for the one that holds the session to answer.
+const keeperRival = 3 * time.Second
+
 // keeperFor returns a client of session id's keeper, starting the keeper
 // when none answers. The caller must own the session.
 func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClient, error) {
@@ -41,13 +45,14 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 		return nil, err
 	}
 	deadline := time.After(keeperStart)
+	var gone <-chan time.Time
 	for !kc.alive(ctx) {
 		select {
 		case <-exited:
-			// Another keeper may have won the lock: then it answers.
-			if kc.alive(ctx) {
-				return kc, nil
-			}
+			// Another keeper may have won the lock (the one started
+			// with the session, still starting): it answers soon.
+			exited, gone = nil, time.After(keeperRival)
+		case <-gone:
 			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
 		case <-deadline:
 			return nil, errors.New("the session's keeper did not answer in 10s")

@@ -41,15 +41,5 @@ func keeperArgs(c *cli.Context, self string) []string {
 	if c.Bool("debug") {
 		args = append(args, "--debug")
 	}
-	// A session's keeper serves its network: with this boxer's egress
-	// settings.
-	for _, name := range []string{"net-range", "dns-upstream", "egress-netns"} {
-		if c.IsSet(name) {
-			args = append(args, "--"+name, c.String(name))
-		}
-	}
-	if c.Bool("allow-no-sni") {
-		args = append(args, "--allow-no-sni")
-	}
 	return args
 }
