@@ -77,8 +77,14 @@ func TestSessionNetwork(t *testing.T) {
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			id := netSession(t, n, append([]string{"--lang", "python", "--runtime", rt, "--copy-in", dir, "--timeout", "120s", "--allow-host", "pypi.test"}, env...)...)
-			if res, r := sessionCall(t, id, pipInstall); res.Stdout != "installed\n" {
+			res, r := sessionCall(t, id, pipInstall)
+			if res.Stdout != "installed\n" {
 				t.Fatalf("pip install: %q %q %s", res.Stdout, res.Stderr, r.stderr)
+			}
+			// The call's own report: what the session's network did
+			// during it.
+			if n := res.Network; n == nil || n.Connections < 1 || n.BytesIn == 0 || n.DeniedTotal != 0 {
+				t.Errorf("pip install's network: %+v", n)
 			}
 			if res, r := sessionCall(t, id, "import boxertest\nprint('imported', boxertest.VALUE)"); res.Stdout != "imported 42\n" {
 				t.Errorf("import in a later call: %q %q %s", res.Stdout, res.Stderr, r.stderr)
@@ -86,8 +92,12 @@ func TestSessionNetwork(t *testing.T) {
 			if r := sessionExec(t, "", id, "--", "python3", "-c", "import boxertest; print(boxertest.VALUE)"); r.stdout != "42\n" {
 				t.Errorf("import in a new process: %d %q %q", r.code, r.stdout, r.stderr)
 			}
-			if res, r := sessionCall(t, id, strings.Replace(reach, "%s", "web.test", 1)); !strings.HasPrefix(res.Stdout, "refused") {
+			res, r = sessionCall(t, id, strings.Replace(reach, "%s", "web.test", 1))
+			if !strings.HasPrefix(res.Stdout, "refused") {
 				t.Errorf("web.test, off the list: %q %q %s", res.Stdout, res.Stderr, r.stderr)
+			}
+			if n := res.Network; n == nil || n.Connections != 0 || n.DeniedTotal != 1 || !denied(*n, "web.test") {
+				t.Errorf("the refused call's network: %+v", n)
 			}
 			if r := sessionExec(t, "", id, "--bg", "--tag", "fetch", "--", "python3", "-c", strings.Replace(reach, "%s", "pypi.test/simple", 1)); r.code != 0 {
 				t.Fatalf("background fetch: %d %s", r.code, r.stderr)

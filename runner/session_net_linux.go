@@ -226,3 +226,43 @@ func (k *keeper) setAllow(hosts []string) error {
 	}
 	return k.gw.SetPolicy(policy)
 }
+
+// callNetwork reads the session's report before a call and returns what
+// gives, after it, what the session's network did meanwhile (its calls'
+// and its background processes', as cpu_time_ms counts them): nil for a
+// session without network, or when its keeper cannot be reached. It
+// starts the keeper if it died: the gateway lives in it.
+func (r *Runner) callNetwork(ctx context.Context, s *liveSession) func() *egress.Report {
+	none := func() *egress.Report { return nil }
+	if len(s.rec.Request.AllowHosts) == 0 {
+		return none
+	}
+	kc, err := r.keeperFor(ctx, s.id, "")
+	if err != nil {
+		log.G(ctx).WithError(err).Warnf("session %s: reaching its keeper", s.id)
+		return none
+	}
+	var before egress.Report
+	if err := kc.call(ctx, "GET", "/network", nil, nil, &before); err != nil {
+		return none
+	}
+	return func() *egress.Report {
+		var after egress.Report
+		if err := kc.call(context.WithoutCancel(ctx), "GET", "/network", nil, nil, &after); err != nil {
+			return nil
+		}
+		d := after
+		d.Connections -= before.Connections
+		d.BytesIn -= before.BytesIn
+		d.BytesOut -= before.BytesOut
+		d.Intercepted -= before.Intercepted
+		d.DeniedTotal -= before.DeniedTotal
+		// The report keeps the first distinct denials in order: those
+		// past the ones before are new.
+		d.Denied = nil
+		if len(after.Denied) > len(before.Denied) {
+			d.Denied = after.Denied[len(before.Denied):]
+		}
+		return &d
+	}
+}
