@@ -284,6 +284,11 @@ func run(n, rssRuns int, boxerBin string) error {
 		return err
 	}
 	serve = append(serve, sessionRow)
+	execRow, err := benchExec(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
+	serve = append(serve, execRow)
 	runtimes := []string{"runc"}
 	if runscErr == nil {
 		runtimes = append(runtimes, "runsc")

@@ -43,7 +43,7 @@ func sessionStats(t *testing.T, id string) runner.SessionStats {
 // workspaceCount reads the counter the sandbox writes, from the host.
 func workspaceCount(t *testing.T, id string) int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(stateDir, "runs", id, "workspace", "n"))
+	data, err := os.ReadFile(filepath.Join(stateDir, "runs", id, "files", "workspace", "n"))
 	if err != nil {
 		t.Fatalf("reading the counter from the host: %v", err)
 	}

@@ -156,9 +156,10 @@ func TestSessionCLI(t *testing.T) {
 }
 
 // TestSessionExpiry: the idle timeout ends a session at the next boxer
-// call; so does its lifetime, whose end may move (SetSessionTimeout): its
-// sandbox's PID 1 waits for the longest it may live, the maximum lifetime,
-// and ends it by itself then, with no boxer process running.
+// call; its lifetime, whose end may move (SetSessionTimeout), is ended by
+// the session's keeper with no boxer command run; its sandbox's PID 1
+// waits for the longest it may live, the maximum lifetime, and ends it by
+// itself then, with no boxer process running at all.
 func TestSessionExpiry(t *testing.T) {
 	id := createSession(t, "--lang", "python", "--idle-timeout", "2s")
 	time.Sleep(3500 * time.Millisecond)
@@ -178,7 +179,15 @@ func TestSessionExpiry(t *testing.T) {
 	if secs, _ := strconv.Atoi(args[len(args)-1]); args[len(args)-2] != "sleep" || secs < 86000 || secs > 86401 {
 		t.Errorf("PID 1 %q, want a sleep for the maximum lifetime, 24h", args)
 	}
-	time.Sleep(3500 * time.Millisecond)
+	// Its keeper ends it at its lifetime, with no boxer command run.
+	for deadline := time.Now().Add(8 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := client.LoadContainer(ctx, id); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s still there 8s after its 3s lifetime, with its keeper running", id)
+		}
+	}
 	if r := boxer(t, nil, "session", "ls"); strings.Contains(r.stdout, id) {
 		t.Errorf("ls lists an ended session: %s", r.stdout)
 	}
@@ -370,6 +379,33 @@ func TestSessionMCP(t *testing.T) {
 	}
 	if out.Stdout != "42\n" || out.Session != sess.ID {
 		t.Errorf("run_code in the session: %+v", out)
+	}
+	// Commands beside the interpreter: foreground, background, listed,
+	// killed.
+	call := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s %v: %v %+v", tool, args, err, res)
+		}
+		var m map[string]any
+		data, _ := json.Marshal(res.StructuredContent)
+		must(t, json.Unmarshal(data, &m))
+		return m
+	}
+	ex := call("exec_command", map[string]any{"session_id": sess.ID, "command": "echo from sh; echo oops >&2; exit 2"})
+	if p, _ := ex["process"].(map[string]any); ex["stdout"] != "from sh\n" || ex["stderr"] != "oops\n" || p["exit_code"] != 2.0 {
+		t.Errorf("exec_command: %v", ex)
+	}
+	call("exec_command", map[string]any{"session_id": sess.ID, "command": "sleep 300", "background": true, "tag": "nap"})
+	list := call("list_processes", map[string]any{"session_id": sess.ID})
+	if ps, _ := list["processes"].([]any); len(ps) != 2 || ps[1].(map[string]any)["tag"] != "nap" || ps[1].(map[string]any)["running"] != true {
+		t.Errorf("list_processes: %v", list)
+	}
+	call("kill_process", map[string]any{"session_id": sess.ID, "process": "nap", "signal": "KILL"})
+	ex = call("exec_command", map[string]any{"session_id": sess.ID, "command": "sleep 5", "timeout": "1s"})
+	if ex["timed_out"] != true {
+		t.Errorf("exec_command past its timeout: %v", ex)
 	}
 	must(t, session.Close())
 	_ = cmd.Wait()

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -156,13 +157,29 @@ func keeperOf(t *testing.T, id string) int {
 }
 
 // TestSessionNetworkLeftovers: a session's link, table and lease go when
-// it expires (its keeper ends it, no other boxer running), and when its
-// maker is killed while making it (the next command reaps them).
+// it expires (at its lifetime its keeper ends it, no other boxer running;
+// idle, the next command), and when its maker is killed while making it
+// (the next command reaps them).
 func TestSessionNetworkLeftovers(t *testing.T) {
 	n := internet(t)
 	for _, rt := range runtimes {
-		netSession(t, n, "--lang", "bash", "--runtime", rt, "--allow-host", "web.test", "--idle-timeout", "2s")
-		time.Sleep(4 * time.Second)
+		// Its keeper ends it at its lifetime, with no boxer command run.
+		id := netSession(t, n, "--lang", "bash", "--runtime", rt, "--allow-host", "web.test", "--lifetime", "3s")
+		for deadline := time.Now().Add(8 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if _, err := client.LoadContainer(context.Background(), id); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: session %s still there 8s after its 3s lifetime", rt, id)
+			}
+		}
+		assertClean(t)
+		// Idle: the next command ends it.
+		id = netSession(t, n, "--lang", "bash", "--runtime", rt, "--allow-host", "web.test", "--idle-timeout", "2s")
+		time.Sleep(3 * time.Second)
+		if r := boxer(t, nil, "session", "ls"); strings.Contains(r.stdout, id) {
+			t.Errorf("%s: ls lists an idle session: %s", rt, r.stdout)
+		}
 		assertClean(t)
 	}
 	before := netLeases()

@@ -153,15 +153,27 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	}
 }
 
-// over ends the session if it is past its deadline or idle timeout (its
-// labels' verdict, as any boxer process takes it), and says whether it
-// has ended: the keeper is what ends a session on time when no other
-// boxer process runs.
+// over ends the session if it is past its deadline (its labels' verdict,
+// as any boxer process takes it), and says whether it has ended: the
+// keeper is what ends a session that lives on its own (a CLI's) at the
+// end of its lifetime when no other boxer process runs, as its PID 1 did
+// before the lifetime could move.
 func (k *keeper) over() bool {
 	info, err := k.c.Info(k.ctx, containerd.WithoutRefreshedMetadata)
 	if errdefs.IsNotFound(err) {
 		return true
 	} else if err != nil {
+		return false
+	}
+	if info.Labels[reaper.LabelOwner] != "" {
+		// Held (a server's, an MCP client's): its holder ends it, and
+		// says so in its audit log.
+		return false
+	}
+	// Only its lifetime: an idle session is ended by the next boxer
+	// command, which can then say why.
+	deadline, err := strconv.ParseInt(info.Labels[reaper.LabelSessionDeadline], 10, 64)
+	if err != nil || time.Now().Unix() < deadline {
 		return false
 	}
 	reason, _ := k.r.expire(k.ctx, k.c, info, false)

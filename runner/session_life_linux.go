@@ -5,7 +5,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -169,15 +168,10 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 		CPUTimeMs:   float64(st.CPUTimeNs/1000) / 1000,
 		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes, MemoryLimitBytes: s.rec.Request.MemoryBytes,
 	}
-	// Its files (/workspace, /tmp, /home/user) are a tmpfs of their own,
-	// mounted on the host; a session made before them has its workspace.
+	// /workspace, /tmp and /home/user are one tmpfs, mounted on the host.
 	var fs unix.Statfs_t
-	err = unix.Statfs(reaper.FilesDir(s.runDir), &fs)
-	if errors.Is(err, unix.ENOENT) {
-		err = unix.Statfs(reaper.WorkspaceDir(s.runDir), &fs)
-	}
-	if err != nil {
-		return SessionStats{}, fmt.Errorf("reading session %s's workspace: %w", id, err)
+	if err := unix.Statfs(reaper.FilesDir(s.runDir), &fs); err != nil {
+		return SessionStats{}, fmt.Errorf("reading session %s's files: %w", id, err)
 	}
 	out.DiskLimitBytes = fs.Blocks * uint64(fs.Bsize)
 	out.DiskUsedBytes = (fs.Blocks - fs.Bfree) * uint64(fs.Bsize)

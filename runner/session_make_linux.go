@@ -174,15 +174,16 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		}
 		return Session{}, err
 	}
-	// Its keeper ends it on time with no other boxer process running; a
-	// command that needs it starts another should this one fail. A
-	// session with network needs its keeper at once: it serves the
+	// The keeper of one that lives on its own ends it on time with no
+	// other boxer process running (a held one's holder does); a command
+	// that needs a keeper starts one should this fail. A session with
+	// network needs its keeper at once, held or not: it serves the
 	// gateway.
 	if sb.link != nil {
 		if err := r.handLink(ctx, sb); err != nil {
 			return Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
 		}
-	} else if len(r.keeper) > 0 {
+	} else if len(r.keeper) > 0 && !sr.Held {
 		if _, err := r.spawnKeeper(sb.runDir, sb.id); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}
