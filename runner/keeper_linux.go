@@ -84,9 +84,13 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 		return ErrSessionNotFound
 	}
 	runDir := filepath.Join(r.runsDir, id)
-	lock, err := os.OpenFile(filepath.Join(runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+	// Locked already when its maker handed it the session's gateway.
+	lock := inheritedKeeperLock()
+	if lock == nil {
+		var err error
+		if lock, err = os.OpenFile(filepath.Join(runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+			return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+		}
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {

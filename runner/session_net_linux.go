@@ -15,6 +15,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
 )
 
 // A session with allow_hosts gets its link when it is made, exactly as a
@@ -34,7 +35,7 @@ const (
 	// allowlist now, for a keeper started again.
 	sessionNetFile = "net.json"
 	// keeperGatewayEnv tells a keeper that its gateway's sockets are its
-	// files 3, 4 and 5.
+	// files 3, 4 and 5, and its lock, held, file 6.
 	keeperGatewayEnv = "BOXER_KEEPER_GATEWAY"
 )
 
@@ -67,7 +68,22 @@ func (r *Runner) handLink(ctx context.Context, sb *sandbox) error {
 	if err != nil {
 		return err
 	}
-	if _, err := r.spawnKeeper(sb.runDir, sb.id, files...); err != nil {
+	// The keeper gets the lock held: a keeper another command starts
+	// before this one runs finds the session kept, and leaves the
+	// gateway's addresses to the sockets handed on.
+	lock, err := os.OpenFile(filepath.Join(sb.runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
+	if err == nil {
+		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			lock.Close()
+		}
+	}
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return fmt.Errorf("locking the session's keeper: %w", err)
+	}
+	if _, err := r.spawnKeeper(sb.runDir, sb.id, append(files, lock)...); err != nil {
 		return err
 	}
 	sb.link.Leave()
@@ -95,6 +111,15 @@ func readSessionNet(runDir string) (sessionNet, error) {
 		return rec, err
 	}
 	return rec, json.Unmarshal(data, &rec)
+}
+
+// inheritedKeeperLock is the keeper's lock its maker handed it, held;
+// nil when it was not.
+func inheritedKeeperLock() *os.File {
+	if os.Getenv(keeperGatewayEnv) != "3" {
+		return nil
+	}
+	return os.NewFile(6, keeperLock)
 }
 
 // keeperGateway starts the session's gateway in its keeper: on the

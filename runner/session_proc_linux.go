@@ -67,7 +67,8 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 // spawnKeeper starts session id's keeper, detached, and does not wait
 // for it: exited is closed when the process ends (at once, if another
 // keeper holds the session). gateway are the sockets of the session's
-// gateway, for the keeper to serve, when its maker starts it.
+// gateway, for the keeper to serve, and the keeper's lock, held, when its
+// maker starts it.
 func (r *Runner) spawnKeeper(runDir, id string, gateway ...*os.File) (exited chan struct{}, err error) {
 	if len(r.keeper) == 0 {
 		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
