@@ -237,7 +237,7 @@ func splitDest(dest string) (host string, port uint16, ok bool) {
 // dialIP connects to an address a program asked for by number: only an
 // explicit address rule allows that.
 func (p *proxy) dialIP(ctx context.Context, dest string, a netip.Addr, port uint16) (net.Conn, error) {
-	policy := p.run.cfg.Policy
+	policy := p.run.policy()
 	reason := ""
 	switch {
 	case a == p.self.Addr():
@@ -284,7 +284,7 @@ func (p *proxy) dialName(ctx context.Context, dest, name string, port uint16) (n
 // nameRefused returns why the policy refuses name on port (dest as the
 // program asked), nil if it allows it.
 func (p *proxy) nameRefused(dest, name string, port uint16) *refusedError {
-	policy := p.run.cfg.Policy
+	policy := p.run.policy()
 	switch {
 	case checkName(name) != nil || !policy.NameKnown(name):
 		return &refusedError{dest, http.StatusForbidden, reasonNameNotAllowed}

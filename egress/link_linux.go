@@ -367,17 +367,7 @@ func Sweep(dir string) error {
 			if _, err := os.Stat(holder); err == nil || !filepath.IsAbs(holder) {
 				continue
 			}
-			l := lease{dir: dir, n: n}
-			// The interface first, as in Remove.
-			if err := removeLink(l.hostIf()); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := removeTable(l.table()); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			errs = append(errs, l.release())
+			errs = append(errs, removeLease(lease{dir: dir, n: n}))
 		}
 		links, err := netlink.LinkList()
 		if err != nil {

@@ -133,7 +133,7 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 		reset(c)
 		return
 	}
-	if !p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port()) {
+	if !p.run.policy().AddrAllowed(dst.Addr(), dst.Port()) {
 		// A name allowed it: the name must be checked, even late.
 		c = p.late(c, peeked, dst.String())
 	}
@@ -191,14 +191,14 @@ func (p *proxy) noHost(dst netip.AddrPort, host string) string {
 // connection reaches the default site, which need not be the allowed
 // name's.
 func (p *proxy) namelessAllowed(dst netip.AddrPort) bool {
-	return p.run.cfg.AllowNoSNI || p.run.cfg.Policy.AddrAllowed(dst.Addr(), dst.Port())
+	return p.run.cfg.AllowNoSNI || p.run.policy().AddrAllowed(dst.Addr(), dst.Port())
 }
 
 // decide returns why the sandbox may not reach dst having asked for name
 // ("" when it did not name one), or "" if it may.
 func (p *proxy) decide(dst netip.AddrPort, name string) string {
 	ip, port := dst.Addr(), dst.Port()
-	policy := p.run.cfg.Policy
+	policy := p.run.policy()
 	if reason := hardBlocked(ip, p.run.local); reason != "" {
 		return reason
 	}

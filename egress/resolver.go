@@ -91,7 +91,7 @@ func (s *resolver) answer(req *dns.Msg) *dns.Msg {
 	if q.Qclass != dns.ClassINET {
 		return reply.SetRcode(req, dns.RcodeRefused)
 	}
-	if checkName(name) != nil || !s.run.cfg.Policy.NameKnown(name) {
+	if checkName(name) != nil || !s.run.policy().NameKnown(name) {
 		s.run.deny(name, "name not allowed")
 		return reply.SetRcode(req, dns.RcodeNameError)
 	}
@@ -169,7 +169,7 @@ func (r *run) unreachable(a netip.Addr) string {
 	if reason := hardBlocked(a, r.local); reason != "" {
 		return reason
 	}
-	if reason := Blocked(a); reason != "" && !r.cfg.Policy.addrKnown(a) {
+	if reason := Blocked(a); reason != "" && !r.policy().addrKnown(a) {
 		return reason
 	}
 	return ""

@@ -19,7 +19,10 @@ const maxResolvedNames = 4096
 // config, what the resolver handed out, the open connections and the
 // report's counters. The resolver and the proxy share it.
 type run struct {
-	cfg   Config
+	cfg Config
+	// allow is the policy in force: cfg's, until SetPolicy changes it on
+	// a live run.
+	allow atomic.Pointer[Policy]
 	dial  Dialer
 	local func(netip.Addr) bool
 	// inject holds the headers set on each intercepted host's requests.
@@ -74,9 +77,13 @@ func newRun(cfg Config) *run {
 			r.inject[in.Host] = append(r.inject[in.Host], in)
 		}
 	}
+	r.allow.Store(&cfg.Policy)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r
 }
+
+// policy is the allowlist in force now.
+func (r *run) policy() Policy { return *r.allow.Load() }
 
 // deny records a refused destination; the report keeps the first MaxDenied
 // distinct ones and counts them all.
@@ -230,7 +237,7 @@ func (r *run) resolvedForPort(a netip.Addr, port uint16) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for name := range r.addrs[a] {
-		if r.cfg.Policy.NameAllowed(name, port) {
+		if r.policy().NameAllowed(name, port) {
 			return true
 		}
 	}
@@ -242,7 +249,7 @@ func (r *run) report() Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Report{
-		Allowed:       r.cfg.Policy.Strings(),
+		Allowed:       r.policy().Strings(),
 		Connections:   r.connections,
 		BytesIn:       r.bytesIn.Load(),
 		BytesOut:      r.bytesOut.Load(),

@@ -238,7 +238,7 @@ func TestSessionHTTP(t *testing.T) {
 			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
 			s := startServer(t, "--token-file", tokens, "--max-sessions", "2")
 			// What a session does not take yet is refused, naming it.
-			for _, field := range []string{`"code":"1"`, `"command":["true"]`, `"allow_hosts":["web.test"]`, `"net_bytes":"5m"`, `"secrets":["A"]`, `"return_files":["*"]`, `"stdin":"x"`} {
+			for _, field := range []string{`"code":"1"`, `"command":["true"]`, `"secrets":["A"]`, `"return_files":["*"]`, `"stdin":"x"`} {
 				name, _, _ := strings.Cut(strings.Trim(field, `"`), `"`)
 				req := invalidRequest(sessionRequest(a, "POST", s.url+"/v1/sessions", `{"lang":"python",`+field+`}`))
 				code, _, data := sessionDo(t, s, req)

@@ -52,6 +52,9 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 		if err := <-linkErr; err != nil {
 			errs = append(errs, fmt.Errorf("removing the sandbox's network link: %w", err))
 		}
+	} else if err := sb.r.releaseSessionLink(sb.runDir); err != nil {
+		// A session's, which its keeper served.
+		errs = append(errs, err)
 	}
 	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))

@@ -16,6 +16,7 @@ type egressSetup struct {
 	// upstream is the resolver allowed names are asked of; dial opens
 	// upstream connections (from the operator's namespace, if set).
 	upstream   string
+	netns      string
 	dial       egress.Dialer
 	allowNoSNI bool
 }
@@ -29,7 +30,7 @@ func newEgressSetup(state string, o EgressOptions) (egressSetup, error) {
 	if err != nil {
 		return egressSetup{}, err
 	}
-	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir, Range: rng}, upstream: o.UpstreamDNS, allowNoSNI: o.AllowNoSNI}
+	e := egressSetup{opts: egress.Options{Dir: egress.LeaseDir, Range: rng}, upstream: o.UpstreamDNS, netns: o.Netns, allowNoSNI: o.AllowNoSNI}
 	if o.Netns != "" {
 		if e.dial, err = egress.NetnsDialer(o.Netns); err != nil {
 			return egressSetup{}, fmt.Errorf("egress namespace %s: %w", o.Netns, err)
@@ -55,21 +56,33 @@ func (sb *sandbox) attachLink() error {
 
 // startLink lets the sandbox's traffic out under its delivered allowlist.
 func (sb *sandbox) startLink(d delivery) error {
-	policy, err := egress.ParsePolicy(d.AllowHosts)
+	cfg, err := sb.r.egress.gatewayConfig(d.AllowHosts, d.NetBytes)
 	if err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
+		return err
 	}
-	upstream := sb.r.egress.upstream
+	cfg.Inject, cfg.CA = sb.injections, sb.ca
+	sb.link.Start(cfg)
+	return nil
+}
+
+// gatewayConfig is what a sandbox's gateway enforces for an allowlist
+// and a quota, with the operator's settings e: a run's, a session's (its
+// keeper's).
+func (e egressSetup) gatewayConfig(allow []string, netBytes int64) (egress.Config, error) {
+	policy, err := egress.ParsePolicy(allow)
+	if err != nil {
+		return egress.Config{}, fieldErr(FieldAllowHosts, "%v", err)
+	}
+	upstream := e.upstream
 	if upstream == "" {
 		if upstream, err = egress.HostResolver(); err != nil {
-			return err
+			return egress.Config{}, err
 		}
 	}
-	sb.link.Start(egress.Config{
-		Policy: policy, MaxBytes: d.NetBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: sb.r.egress.dial,
-		Inject: sb.injections, CA: sb.ca, AllowNoSNI: sb.r.egress.allowNoSNI,
-	})
-	return nil
+	return egress.Config{
+		Policy: policy, MaxBytes: netBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: e.dial,
+		AllowNoSNI: e.allowNoSNI,
+	}, nil
 }
 
 // sweepLinks removes what sandboxes whose run directory is gone left of

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -66,6 +67,13 @@ type keeper struct {
 	mu    sync.Mutex
 	next  int
 	procs map[int]*keptProcess
+
+	// gw serves the session's network (session_net_linux.go); nil
+	// without one, or when it failed to start (gwErr). netMu orders
+	// changes of its allowlist.
+	gw    *egress.Gateway
+	gwErr error
+	netMu sync.Mutex
 }
 
 // Keep serves session id's processes until its sandbox ends or ctx does
@@ -76,9 +84,13 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 		return ErrSessionNotFound
 	}
 	runDir := filepath.Join(r.runsDir, id)
-	lock, err := os.OpenFile(filepath.Join(runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+	// Locked already when its maker handed it the session's gateway.
+	lock := inheritedKeeperLock()
+	if lock == nil {
+		var err error
+		if lock, err = os.OpenFile(filepath.Join(runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
+			return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+		}
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -114,6 +126,11 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 		return err
 	}
 	k := &keeper{r: r, id: id, runDir: runDir, c: c, task: task, spec: spec, ctx: ctx, procs: map[int]*keptProcess{}}
+	if k.gw, k.gwErr = r.keeperGateway(runDir); k.gwErr != nil {
+		log.G(ctx).WithError(k.gwErr).Warnf("session %s: serving its network", id)
+	} else if k.gw != nil {
+		defer k.gw.Close()
+	}
 	srv := &http.Server{Handler: k.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
@@ -219,6 +236,7 @@ func (k *keeper) list() []ProcessInfo {
 // routes is the keeper's API, spoken only with this package's client.
 func (k *keeper) routes() http.Handler {
 	mux := http.NewServeMux()
+	k.netRoutes(mux)
 	mux.HandleFunc("POST /processes", func(w http.ResponseWriter, r *http.Request) {
 		var req ProcessRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -334,6 +352,7 @@ type keeperFault struct {
 	Field     string `json:"field,omitempty"`
 	NotFound  bool   `json:"not_found,omitempty"`
 	Forbidden bool   `json:"forbidden,omitempty"`
+	NoNetwork bool   `json:"no_network,omitempty"`
 }
 
 func keeperError(w http.ResponseWriter, err error) {
@@ -345,6 +364,8 @@ func keeperError(w http.ResponseWriter, err error) {
 		f.Error, f.Field, f.Forbidden, status = fe.Message, fe.Field, fe.Forbidden, http.StatusBadRequest
 	case errors.Is(err, ErrProcessNotFound):
 		f.NotFound, status = true, http.StatusNotFound
+	case errors.Is(err, ErrNoNetwork):
+		f.NoNetwork, status = true, http.StatusConflict
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

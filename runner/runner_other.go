@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/egress"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -138,4 +139,14 @@ func (r *Runner) ResizeProcess(context.Context, string, string, string, TermSize
 // AttachProcess fails off Linux.
 func (r *Runner) AttachProcess(context.Context, string, string, string, int64, func(ProcessEvent) error) error {
 	return ErrNotLinux
+}
+
+// SessionNetwork fails off Linux.
+func (r *Runner) SessionNetwork(context.Context, string, string) (egress.Report, error) {
+	return egress.Report{}, ErrNotLinux
+}
+
+// SetSessionAllow fails off Linux.
+func (r *Runner) SetSessionAllow(context.Context, string, string, []string, Maxima) (egress.Report, error) {
+	return egress.Report{}, ErrNotLinux
 }

@@ -169,9 +169,6 @@ func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, tim
 	if req.Lang == "" {
 		return req, 0, 0, fieldErr(FieldLang, "is required for a session: one of %s", strings.Join(PresetNames(), ", "))
 	}
-	if len(req.AllowHosts) > 0 {
-		return req, 0, 0, fieldErr(FieldAllowHosts, "is not available for sessions yet: a session has no network (use a run)")
-	}
 	if len(req.Secrets) > 0 {
 		return req, 0, 0, fieldErr(FieldSecrets, "are not available for sessions yet (use a run)")
 	}
@@ -225,3 +222,7 @@ type EndedSession struct {
 // ErrFileNotFound is a session file that is not there, or not a regular
 // file where one is read, or one a symlink out of its root leads to.
 var ErrFileNotFound = errors.New("no such file in the session")
+
+// ErrNoNetwork is a network operation on a session made without
+// allow_hosts.
+var ErrNoNetwork = errors.New("the session has no network (it was made without allow_hosts): make a new one with allow_hosts")

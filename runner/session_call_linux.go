@@ -92,7 +92,9 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 	n := s.next()
 	res.ID = fmt.Sprintf("%s.%d", id, n)
 	s.touch(ctx, time.Now().Add(call.Timeout+interruptGrace))
+	network := r.callNetwork(ctx, s)
 	res, err = r.call(ctx, s, n, call, res)
+	res.Network = network()
 	if res.SessionEnded == "" {
 		s.touch(ctx, time.Now())
 	}

@@ -42,8 +42,8 @@ type SessionStats struct {
 	// DiskUsedBytes is what its /workspace holds, of DiskLimitBytes.
 	DiskUsedBytes  uint64 `json:"disk_used_bytes"`
 	DiskLimitBytes uint64 `json:"disk_limit_bytes"`
-	// Network is nil for a session without a network (every session, for
-	// now): there is nothing to count.
+	// Network is nil for a session without a network (made without
+	// allow_hosts): there is nothing to count.
 	Network *NetworkStats `json:"network"`
 }
 

@@ -175,6 +175,13 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 	}
 	out.DiskLimitBytes = fs.Blocks * uint64(fs.Bsize)
 	out.DiskUsedBytes = (fs.Blocks - fs.Bfree) * uint64(fs.Bsize)
+	if len(s.rec.Request.AllowHosts) > 0 {
+		n, err := r.SessionNetwork(ctx, id, caller)
+		if err != nil {
+			return SessionStats{}, err
+		}
+		out.Network = &NetworkStats{SentBytes: uint64(n.BytesOut), ReceivedBytes: uint64(n.BytesIn)}
+	}
 	return out, nil
 }
 

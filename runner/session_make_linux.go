@@ -141,6 +141,9 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	if err := r.sessionRoom(ctx, or(smax.Sessions, DefaultMaxSessions)); err != nil {
 		return Session{}, err
 	}
+	if req.egress() && len(r.keeper) == 0 {
+		return Session{}, fieldErr(FieldAllowHosts, "needs the session's keeper to serve its network, which this boxer cannot start: use the boxer binary")
+	}
 	rootfs, err := r.rootfsFor(ctx, req)
 	if err != nil {
 		return Session{}, err
@@ -173,8 +176,14 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	}
 	// The keeper of one that lives on its own ends it on time with no
 	// other boxer process running (a held one's holder does); a command
-	// that needs a keeper starts one should this fail.
-	if len(r.keeper) > 0 && !sr.Held {
+	// that needs a keeper starts one should this fail. A session with
+	// network needs its keeper at once, held or not: it serves the
+	// gateway.
+	if sb.link != nil {
+		if err := r.handLink(ctx, sb); err != nil {
+			return Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
+		}
+	} else if len(r.keeper) > 0 && !sr.Held {
 		if _, err := r.spawnKeeper(sb.runDir, sb.id); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}

@@ -27,6 +27,10 @@ import (
 // answer.
 const keeperStart = 10 * time.Second
 
+// keeperRival is how long a command whose keeper exited at once waits
+// for the one that holds the session to answer.
+const keeperRival = 3 * time.Second
+
 // keeperFor returns a client of session id's keeper, starting the keeper
 // when none answers. The caller must own the session.
 func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClient, error) {
@@ -43,18 +47,19 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 		return nil, err
 	}
 	deadline := time.After(keeperStart)
+	var gone <-chan time.Time
 	for !kc.alive(ctx) {
 		select {
 		case <-exited:
-			// Another keeper may have won the lock: then it answers, once
-			// it listens (the one made with the session may not yet).
-			if kc.alive(ctx) {
-				return kc, nil
-			}
-			if !keeperLocked(s.runDir) {
+			// Another keeper may have won the lock (the one started
+			// with the session, still starting): it answers soon. With
+			// no keeper holding the lock, this one failed.
+			if !keeperLocked(s.runDir) && !kc.alive(ctx) {
 				return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
 			}
-			exited = nil
+			exited, gone = nil, time.After(keeperRival)
+		case <-gone:
+			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
 		case <-deadline:
 			return nil, errors.New("the session's keeper did not answer in 10s")
 		case <-ctx.Done():
@@ -67,8 +72,10 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 
 // spawnKeeper starts session id's keeper, detached, and does not wait
 // for it: exited is closed when the process ends (at once, if another
-// keeper holds the session).
-func (r *Runner) spawnKeeper(runDir, id string) (exited chan struct{}, err error) {
+// keeper holds the session). gateway are the sockets of the session's
+// gateway, for the keeper to serve, and the keeper's lock, held, when its
+// maker starts it.
+func (r *Runner) spawnKeeper(runDir, id string, gateway ...*os.File) (exited chan struct{}, err error) {
 	if len(r.keeper) == 0 {
 		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
 	}
@@ -81,6 +88,16 @@ func (r *Runner) spawnKeeper(runDir, id string) (exited chan struct{}, err error
 	// Its own session: the caller's terminal and process group are not its.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(gateway) > 0 {
+		// The session's gateway, to serve (see session_net_linux.go).
+		cmd.ExtraFiles = gateway
+		cmd.Env = append(os.Environ(), keeperGatewayEnv+"=3")
+		defer func() {
+			for _, f := range gateway {
+				f.Close()
+			}
+		}()
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the session's keeper: %w", err)
 	}
@@ -240,6 +257,8 @@ func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Value
 		switch {
 		case f.NotFound:
 			return nil, ErrProcessNotFound
+		case f.NoNetwork:
+			return nil, ErrNoNetwork
 		case f.Field != "":
 			return nil, &FieldError{Field: f.Field, Message: f.Error, Forbidden: f.Forbidden}
 		}

@@ -46,7 +46,7 @@ func schemaProps(t *testing.T, doc map[string]any, schema string) []string {
 // naming the field: TestSessionRequestRefuses, and the integration test
 // TestSessionHTTP for those the runner refuses): SessionRequest's schema
 // leaves them out.
-var sessionRefused = []string{"allow_hosts", "code", "command", "net_bytes", "return_files", "secrets", "stdin"}
+var sessionRefused = []string{"code", "command", "return_files", "secrets", "stdin"}
 
 // TestOpenAPIMatchesHandler keeps openapi.json and the code in step: the
 // request and result schemas list exactly the Go types' JSON fields (but
@@ -70,6 +70,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"CallRequest", reflect.TypeOf(CallRequest{}), nil},
 		{"Session", reflect.TypeOf(runner.Session{}), nil},
 		{"TimeoutRequest", reflect.TypeOf(TimeoutRequest{}), nil},
+		{"AllowRequest", reflect.TypeOf(AllowRequest{}), nil},
 		{"SessionStats", reflect.TypeOf(runner.SessionStats{}), nil},
 		{"NetworkStats", reflect.TypeOf(runner.NetworkStats{}), nil},
 		{"FileEntry", reflect.TypeOf(runner.FileEntry{}), nil},

@@ -126,6 +126,8 @@ func (s *Server) Handler() http.Handler {
 		{"POST", "/v1/sessions/{id}/resume", http.HandlerFunc(s.handleSessionResume)},
 		{"POST", "/v1/sessions/{id}/timeout", http.HandlerFunc(s.handleSessionTimeout)},
 		{"GET", "/v1/sessions/{id}/stats", http.HandlerFunc(s.handleSessionStats)},
+		{"GET", "/v1/sessions/{id}/network", http.HandlerFunc(s.handleSessionNetwork)},
+		{"PUT", "/v1/sessions/{id}/network/allow", http.HandlerFunc(s.handleSessionAllow)},
 		{"GET", "/v1/sessions/{id}/fs/stat", http.HandlerFunc(s.handleFSStat)},
 		{"GET", "/v1/sessions/{id}/fs/list", http.HandlerFunc(s.handleFSList)},
 		{"GET", "/v1/sessions/{id}/fs/file", http.HandlerFunc(s.handleFSRead)},

@@ -60,7 +60,7 @@ func (sr SessionRequest) sessionRequest(max runner.Maxima, caller string) (runne
 		}
 	}
 	// A session is made empty: what runs, and its input, come with each
-	// call. Its network is a later change: net_bytes has nothing to cap.
+	// call.
 	for _, f := range []struct {
 		field, msg string
 		set        bool
@@ -68,7 +68,6 @@ func (sr SessionRequest) sessionRequest(max runner.Maxima, caller string) (runne
 		{runner.FieldCode, "is for a call (POST /v1/sessions/{id}/runs): a session is made empty", sr.Code != ""},
 		{runner.FieldCommand, "is not available for sessions: a session runs its language's calls (use a run)", len(sr.Command) > 0},
 		{fieldStdin, "is for a call (POST /v1/sessions/{id}/runs): a session is made empty", sr.Stdin != ""},
-		{runner.FieldNetBytes, "is not available for sessions yet: a session has no network (use a run)", sr.NetBytes != ""},
 	} {
 		if f.set {
 			return out, &runner.FieldError{Field: f.field, Message: f.msg}
@@ -149,7 +148,7 @@ func sessionStatus(err error) int {
 		return http.StatusNotFound
 	case errors.As(err, &limit):
 		return http.StatusTooManyRequests
-	case errors.Is(err, runner.ErrSessionPaused):
+	case errors.Is(err, runner.ErrSessionPaused), errors.Is(err, runner.ErrNoNetwork):
 		return http.StatusConflict
 	case errors.Is(err, runner.ErrInvalid), errors.Is(err, runner.ErrImageNotFound):
 		return requestStatus(err)

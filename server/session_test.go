@@ -7,8 +7,8 @@ import (
 )
 
 // TestSessionRequestRefuses: what a session does not take is refused
-// naming its own field (the runner refuses allow_hosts, secrets and
-// return_files: TestSessionHTTP).
+// naming its own field (the runner refuses secrets and return_files:
+// TestSessionHTTP).
 func TestSessionRequestRefuses(t *testing.T) {
 	tests := []struct {
 		field string
@@ -17,7 +17,6 @@ func TestSessionRequestRefuses(t *testing.T) {
 		{"code", SessionRequest{RunRequest: RunRequest{Lang: "python", Input: Input{Code: "1"}}}},
 		{"command", SessionRequest{RunRequest: RunRequest{Lang: "python", Command: []string{"true"}}}},
 		{"stdin", SessionRequest{RunRequest: RunRequest{Lang: "python", Input: Input{Stdin: "x"}}}},
-		{"net_bytes", SessionRequest{RunRequest: RunRequest{Lang: "python", Input: Input{NetBytes: "5m"}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.field, func(t *testing.T) {

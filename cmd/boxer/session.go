@@ -52,14 +52,16 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionAttachCommand(),
 			sessionStdinCommand(),
 			sessionPortCommand(),
+			sessionNetworkCommand(),
+			sessionAllowCommand(),
 		},
 	}
 }
 
 // sessionCreateFlags are run's sandbox flags, without what only a run has
-// (code, copy-out, network, secrets), and the session's own.
+// (code, copy-out, --network, secrets), and the session's own.
 func sessionCreateFlags() []cli.Flag {
-	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "allow-host", "net-bytes", "json", "no-standby"}
+	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "json", "no-standby"}
 	var flags []cli.Flag
 	for _, f := range runCommand().Flags {
 		name := f.Names()[0]
@@ -112,7 +114,7 @@ func sessionCreateCommand() *cli.Command {
 			defer r.Close()
 			s, err := r.CreateSession(c.Context, runner.SessionRequest{
 				Request: req, Idle: c.Duration("idle-timeout"), Lifetime: c.Duration("lifetime"), Caller: localCaller,
-			}, runner.Maxima{}, runner.SessionMaxima{})
+			}, runner.Maxima{AllowHosts: req.AllowHosts}, runner.SessionMaxima{})
 			if err != nil {
 				return requestError(err)
 			}

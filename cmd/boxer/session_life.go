@@ -137,7 +137,7 @@ func sessionStatsCommand() *cli.Command {
 			if st.Paused {
 				state = "paused"
 			}
-			network := "none (sessions have no network)"
+			network := "none (made without --allow-host)"
 			if st.Network != nil {
 				network = fmt.Sprintf("%s sent, %s received", units.BytesSize(float64(st.Network.SentBytes)), units.BytesSize(float64(st.Network.ReceivedBytes)))
 			}
