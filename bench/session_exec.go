@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// benchExec measures, in a bash session over HTTP, a command started in
+// benchExec measures, in a python session over HTTP, a command started in
 // the live session and followed to its end (POST .../processes, then GET
 // .../output): what a coding agent's "run this in my sandbox" costs, to
 // set beside a warm one-shot run (the target is half of one).
@@ -24,7 +24,7 @@ func benchExec(n int, boxerBin, address string) (row, error) {
 		return row{}, err
 	}
 	defer s.stop()
-	answer, err := httpDo("POST", s.url+"/v1/sessions", `{"lang":"bash"}`)
+	answer, err := httpDo("POST", s.url+"/v1/sessions", `{"lang":"python"}`)
 	if err != nil {
 		return row{}, err
 	}
