@@ -112,16 +112,7 @@ func sessionStatsCommand() *cli.Command {
 		ArgsUsage:    "ID",
 		OnUsageError: usageError,
 		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the figures as JSON"}},
-		Action: func(c *cli.Context) error {
-			id, err := oneArg(c, "ID")
-			if err != nil {
-				return err
-			}
-			r, err := connect(c, os.Stderr, true)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
+		Action: withSession(func(c *cli.Context, r *runner.Runner, id string) error {
 			st, err := r.SessionStats(c.Context, id, "")
 			switch {
 			case errors.Is(err, runner.ErrSessionNotFound):
@@ -147,6 +138,6 @@ func sessionStatsCommand() *cli.Command {
 			fmt.Fprintf(w, "workspace\t%s of %s\n", units.BytesSize(float64(st.DiskUsedBytes)), units.BytesSize(float64(st.DiskLimitBytes)))
 			fmt.Fprintf(w, "network\t%s\n", network)
 			return w.Flush()
-		},
+		}),
 	}
 }

@@ -23,16 +23,7 @@ func sessionNetworkCommand() *cli.Command {
 		ArgsUsage:    "ID",
 		OnUsageError: usageError,
 		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"}},
-		Action: func(c *cli.Context) error {
-			id, err := oneArg(c, "ID")
-			if err != nil {
-				return err
-			}
-			r, err := connect(c, os.Stderr, true)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
+		Action: withSession(func(c *cli.Context, r *runner.Runner, id string) error {
 			n, err := r.SessionNetwork(c.Context, id, "")
 			if err != nil {
 				return sessionNetError(id, err)
@@ -42,7 +33,7 @@ func sessionNetworkCommand() *cli.Command {
 			}
 			printNetwork(os.Stdout, n)
 			return nil
-		},
+		}),
 	}
 }
 

@@ -169,6 +169,23 @@ func processError(id string, err error) error {
 	return requestError(err)
 }
 
+// withSession is the action of a command that takes one session ID: f
+// gets a Runner on the global flags' containerd.
+func withSession(f func(c *cli.Context, r *runner.Runner, id string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		id, err := oneArg(c, "ID")
+		if err != nil {
+			return err
+		}
+		r, err := connect(c, os.Stderr, true)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return f(c, r, id)
+	}
+}
+
 func sessionPsCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "ps",
@@ -176,16 +193,7 @@ func sessionPsCommand() *cli.Command {
 		ArgsUsage:    "ID",
 		OnUsageError: usageError,
 		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print a JSON array"}},
-		Action: func(c *cli.Context) error {
-			id, err := oneArg(c, "ID")
-			if err != nil {
-				return err
-			}
-			r, err := connect(c, os.Stderr, true)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
+		Action: withSession(func(c *cli.Context, r *runner.Runner, id string) error {
 			ps, err := r.Processes(c.Context, id, "")
 			if err != nil {
 				return processError(id, err)
@@ -203,7 +211,7 @@ func sessionPsCommand() *cli.Command {
 				fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s ago\t%s\n", p.ID, p.PID, p.Tag, status, time.Since(p.Started).Round(time.Second), strings.Join(p.Args, " "))
 			}
 			return w.Flush()
-		},
+		}),
 	}
 }
 
