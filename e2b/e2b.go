@@ -1,0 +1,168 @@
+// Package e2b speaks E2B's API on boxer's sessions, so E2B's own SDKs run
+// unchanged with E2B_API_URL and E2B_SANDBOX_URL (or E2B_DOMAIN) pointed at
+// boxer serve's E2B listener (docs/e2b.md).
+//
+// An E2B sandbox is a boxer session held by the server: its sandboxID is
+// the session's ID, its owner the caller its API key names. Three planes
+// share one listener:
+//
+//   - the control plane (POST /v2/sandboxes, GET /v2/sandboxes, ...),
+//     authenticated by the X-API-KEY header;
+//   - envd (port 49983: Connect-RPC process and filesystem services, HTTP
+//     /files and /health), served from the host, authenticated by the
+//     sandbox's X-Access-Token;
+//   - the code interpreter (port 49999) and any other port (proxied into
+//     the sandbox), authenticated by either token.
+//
+// A data-plane request names its sandbox and port by the E2b-Sandbox-Id and
+// E2b-Sandbox-Port headers, or by its host name <port>-<sandboxID>.<domain>.
+package e2b
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+)
+
+// The ports E2B's SDKs call inside a sandbox.
+const (
+	EnvdPort        = 49983
+	InterpreterPort = 49999
+)
+
+// EnvdVersion is the envd version boxer answers as: the SDKs refuse
+// anything older than 0.1.0 and turn features on by version.
+const EnvdVersion = "0.4.2"
+
+// Config sets what the E2B listener accepts.
+type Config struct {
+	// Keys are the API keys accepted in X-API-KEY, each E2B's e2b_<hex>
+	// form; each is a caller of its own (see Caller).
+	Keys []string
+	// Domain is the sandboxes' domain for host-name routing
+	// (<port>-<sandboxID>.<domain>) and what sandboxes report as theirs;
+	// empty: routing by headers only.
+	Domain string
+	// Max and Sessions cap what a sandbox may ask for, as for sessions.
+	Max      runner.Maxima
+	Sessions runner.SessionMaxima
+	// Runtime is the runtime of sandboxes ("" is runc).
+	Runtime string
+	// MaxBody bounds a control-plane request body.
+	MaxBody int64
+}
+
+// keyForm is E2B's API key form, which the SDKs check before sending one.
+var keyForm = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
+
+// CheckKey says why key cannot be an E2B API key, or nil.
+func CheckKey(key string) error {
+	if !keyForm.MatchString(key) {
+		return fmt.Errorf("an E2B API key is e2b_ then hexadecimal digits (what E2B's SDKs accept), not %q", redact(key))
+	}
+	if len(key) < 4+32 {
+		return fmt.Errorf("an E2B API key needs at least 32 hexadecimal digits after e2b_ (128 bits)")
+	}
+	return nil
+}
+
+func redact(key string) string {
+	if len(key) > 8 {
+		return key[:8] + "…"
+	}
+	return key
+}
+
+// Caller names the boxer caller an API key stands for: the same as boxer's
+// HTTP API gives the key presented as a bearer token, so an operator who
+// lists a key in both sees the same sessions through both.
+func Caller(key string) string {
+	sum := sha256.Sum256([]byte("Bearer " + key))
+	return "token:" + hex.EncodeToString(sum[:8])
+}
+
+// Server serves E2B's API on a runner.
+type Server struct {
+	runner *runner.Runner
+	cfg    Config
+	// keys maps each accepted API key to its caller.
+	keys map[string]string
+
+	mu sync.Mutex
+	// boxes are the sandboxes made through this server, by ID: what E2B
+	// keeps beside the session (metadata, tokens, env vars).
+	boxes map[string]*sandbox
+}
+
+// sandbox is E2B's view of one session.
+type sandbox struct {
+	ID       string
+	Caller   string
+	Template string
+	Alias    string
+	// Lang is the session's preset.
+	Lang string
+	// Env is set for every process and the code interpreter.
+	Env      map[string]string
+	Metadata map[string]string
+	// EnvdToken is required as X-Access-Token on envd; TrafficToken (or
+	// EnvdToken) on any other port, unless Public.
+	EnvdToken, TrafficToken string
+	Public                  bool
+	Started                 time.Time
+	CPUs                    float64
+	MemoryMB                int64
+	DiskMB                  int64
+}
+
+// New returns a server making sandboxes on r.
+func New(r *runner.Runner, cfg Config) (*Server, error) {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}}
+	for _, k := range cfg.Keys {
+		if err := CheckKey(k); err != nil {
+			return nil, err
+		}
+		s.keys[k] = Caller(k)
+	}
+	return s, nil
+}
+
+// token makes a sandbox's access token.
+func token() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// lookup finds a sandbox of this server by ID.
+func (s *Server) lookup(id string) (*sandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.boxes[id]
+	return sb, ok
+}
+
+// sandboxKey carries the data-plane target in a request's context.
+type sandboxKey struct{}
+
+// withSandbox hands a data-plane handler its authenticated sandbox.
+func withSandbox(ctx context.Context, sb *sandbox) context.Context {
+	return context.WithValue(ctx, sandboxKey{}, sb)
+}
+
+// sandboxFrom is the sandbox the router authenticated the request for;
+// data-plane handlers are only ever called with one.
+func sandboxFrom(ctx context.Context) *sandbox {
+	sb, _ := ctx.Value(sandboxKey{}).(*sandbox)
+	return sb
+}
