@@ -80,11 +80,7 @@ func target(r *http.Request, domain string) (id string, port int, ok bool, err e
 	if domain == "" {
 		return "", 0, false, nil
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	label, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(domain))
+	label, ok := strings.CutSuffix(strings.ToLower(hostOnly(r.Host)), "."+strings.ToLower(hostOnly(domain)))
 	if !ok || strings.Contains(label, ".") {
 		return "", 0, false, nil
 	}
@@ -96,6 +92,14 @@ func target(r *http.Request, domain string) (id string, port int, ok bool, err e
 		return "", 0, false, fmt.Errorf("host %q: %q is not a TCP port from 1 to 65535", r.Host, p)
 	}
 	return id, port, true, nil
+}
+
+// hostOnly is a host name without its port.
+func hostOnly(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return host
+	}
+	return h
 }
 
 // allowed checks a data-plane request's token: envd always wants the

@@ -134,16 +134,16 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defer ln.Close()
-	tlsCfg, err := tlsConfig(c)
-	if err != nil {
-		return err
-	}
 	e2bLn, e2bKeyList, err := e2bListen(c)
 	if err != nil {
 		return err
 	}
 	if e2bLn != nil {
 		defer e2bLn.Close()
+	}
+	tlsCfg, err := tlsConfig(c)
+	if err != nil {
+		return err
 	}
 
 	shims, err := shimOptions(c)
@@ -173,12 +173,7 @@ func serveAction(c *cli.Context) error {
 	if err := startWarm(c, r, cfg.Max); err != nil {
 		return err
 	}
-	scheme := "http"
-	if tlsCfg != nil {
-		scheme, hs.TLSConfig = "https", tlsCfg
-		ln = tls.NewListener(ln, tlsCfg)
-	}
-	fmt.Fprintf(os.Stderr, "boxer: serving on %s://%s (concurrency %d, queue %d)\n", scheme, ln.Addr(), cfg.Concurrency, cfg.Queue)
+	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	var es *http.Server
@@ -186,8 +181,9 @@ func serveAction(c *cli.Context) error {
 		if es, err = e2bHTTPServer(c, r, cfg, e2bKeyList); err != nil {
 			return err
 		}
+		scheme := "http"
 		if tlsCfg != nil {
-			es.TLSConfig = tlsCfg
+			scheme, es.TLSConfig = "https", tlsCfg
 			e2bLn = tls.NewListener(e2bLn, tlsCfg)
 		}
 		fmt.Fprintf(os.Stderr, "boxer: serving E2B's API on %s://%s (%d keys)\n", scheme, e2bLn.Addr(), len(e2bKeyList))

@@ -21,8 +21,8 @@ func e2bFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "e2b-listen", Usage: "also serve E2B's API (control plane, envd, code interpreter, ports) on `ADDR`, for E2B's SDKs"},
 		&cli.StringFlag{Name: "e2b-key-file", Usage: "E2B API keys (e2b_<hex>, one per line) accepted on --e2b-listen, in `FILE`; each a caller of its own"},
-		&cli.StringFlag{Name: "e2b-domain", Usage: "route <port>-<sandboxID>.`DOMAIN` host names to sandboxes (E2B_DOMAIN for the SDKs; a wildcard DNS name and certificate)"},
-		&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with the certificate chain in `FILE` (PEM; with --tls-key)"},
+		&cli.StringFlag{Name: "e2b-domain", Usage: "route <port>-<sandboxID>.`DOMAIN` host names to sandboxes (E2B_DOMAIN for the SDKs; a wildcard DNS name and certificate); DOMAIN:PORT when the listener is not on 443"},
+		&cli.StringFlag{Name: "tls-cert", Usage: "serve E2B's API over HTTPS with the certificate chain in `FILE` (PEM; with --tls-key)"},
 		&cli.StringFlag{Name: "tls-key", Usage: "the private key of --tls-cert, in `FILE` (PEM)"},
 	}
 }
@@ -32,6 +32,9 @@ func tlsConfig(c *cli.Context) (*tls.Config, error) {
 	cert, key := c.String("tls-cert"), c.String("tls-key")
 	if cert == "" && key == "" {
 		return nil, nil
+	}
+	if c.String("e2b-listen") == "" {
+		return nil, fail("--tls-cert and --tls-key serve --e2b-listen: give that too")
 	}
 	if cert == "" || key == "" {
 		return nil, fail("--tls-cert and --tls-key go together: give both")
@@ -69,8 +72,8 @@ func e2bKeys(p string) ([]string, error) {
 	return keys, nil
 }
 
-// e2bServer makes the E2B listener's server, or nil without --e2b-listen;
-// its listener is opened at once, so a port in use is said before set-up.
+// e2bListen opens the E2B listener (nil without --e2b-listen) and reads
+// its keys, at once: a port in use is said before set-up.
 func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 	addr := c.String("e2b-listen")
 	if addr == "" {
