@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,15 +37,21 @@ func newE2BKey(t *testing.T) string {
 	return "e2b_" + hex.EncodeToString(b)
 }
 
-// startE2B runs boxer serve with --e2b-listen and two keys, with flags.
+// startE2B runs boxer serve with --e2b-listen and two keys, with flags
+// ($PORT in a flag is the E2B listener's port).
 func startE2B(t *testing.T, flags ...string) *e2bServer {
 	t.Helper()
 	e := &e2bServer{keys: [2]string{newE2BKey(t), newE2BKey(t)}}
 	keyFile := filepath.Join(t.TempDir(), "e2b-keys")
 	must(t, os.WriteFile(keyFile, []byte("# test keys\n"+e.keys[0]+"\n"+e.keys[1]+"\n"), 0o600))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	e.api = "http://" + addr
-	e.server = startServer(t, append([]string{"--e2b-listen", addr, "--e2b-key-file", keyFile}, flags...)...)
+	args := []string{"--e2b-listen", addr, "--e2b-key-file", keyFile}
+	for _, f := range flags {
+		args = append(args, strings.ReplaceAll(f, "$PORT", strconv.Itoa(port)))
+	}
+	e.server = startServer(t, args...)
 	return e
 }
 
@@ -81,7 +89,11 @@ func (e *e2bServer) nodeRun(t *testing.T, key, script string, env ...string) (st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "--input-type=module", "-e", script)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), "E2B_API_URL="+e.api, "E2B_SANDBOX_URL="+e.api, "E2B_API_KEY="+key)
+	cmd.Env = append(os.Environ(), "E2B_API_KEY="+key)
+	// With E2B_DOMAIN the SDKs find the server by host names instead.
+	if !slices.ContainsFunc(env, func(v string) bool { return strings.HasPrefix(v, "E2B_DOMAIN=") }) {
+		cmd.Env = append(cmd.Env, "E2B_API_URL="+e.api, "E2B_SANDBOX_URL="+e.api)
+	}
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
