@@ -81,7 +81,9 @@ func target(r *http.Request, domain string) (id string, port int, ok bool, err e
 		return "", 0, false, nil
 	}
 	label, ok := strings.CutSuffix(strings.ToLower(hostOnly(r.Host)), "."+strings.ToLower(hostOnly(domain)))
-	if !ok || strings.Contains(label, ".") {
+	// api.<domain> is the control plane (the SDKs' default E2B_API_URL
+	// with a domain).
+	if !ok || strings.Contains(label, ".") || label == "api" {
 		return "", 0, false, nil
 	}
 	p, id, ok := strings.Cut(label, "-")

@@ -21,6 +21,7 @@ func TestTarget(t *testing.T) {
 		{host: "3000-bxs-0123456789abcdef.sb.example.test:8443", domain: "sb.example.test", wantID: "bxs-0123456789abcdef", wantPort: 3000, ok: true},
 		{host: "3000-BXS-0123456789ABCDEF.SB.example.test", domain: "sb.example.test", wantID: "bxs-0123456789abcdef", wantPort: 3000, ok: true},
 		{host: "sb.example.test", domain: "sb.example.test"},
+		{host: "api.sb.example.test:443", domain: "sb.example.test"},
 		{host: "8000-bxs-01.sb.example.test:34567", domain: "sb.example.test:34567", wantID: "bxs-01", wantPort: 8000, ok: true},
 		{host: "a.3000-bxs-01.sb.example.test", domain: "sb.example.test"},
 		{host: "3000-bxs-01.other.test", domain: "sb.example.test"},
