@@ -40,6 +40,9 @@ for (let i = 0; i < 100 && !got; i++) {
 console.log('port', got)
 console.log('no token', (await fetch(url, { headers: route })).status)
 console.log('wrong token', (await fetch(url, { headers: { ...route, 'E2b-Traffic-Access-Token': 'x' + sbx.trafficAccessToken } })).status)
+const envd = byHeaders ? process.env.E2B_SANDBOX_URL + '/health' : 'https://' + sbx.getHost(49983) + '/health'
+const envdRoute = byHeaders ? { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' } : {}
+console.log('envd, traffic token', (await fetch(envd, { headers: { ...envdRoute, 'E2b-Traffic-Access-Token': sbx.trafficAccessToken } })).status)
 await server.kill()
 await sbx.kill()
 `
@@ -68,7 +71,7 @@ func TestE2BRouting(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			e := startE2B(t, "--runtime", rt, "--e2b-domain", "sb.test:$PORT", "--tls-cert", cert, "--tls-key", key)
 			port := e.api[strings.LastIndex(e.api, ":")+1:]
-			want := "port hello from the sandbox\nno token 401\nwrong token 401"
+			want := "port hello from the sandbox\nno token 401\nwrong token 401\nenvd, traffic token 401"
 			got := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript,
 				"E2B_DOMAIN=sb.test:"+port, "TEST_DOMAIN=sb.test", "NODE_EXTRA_CA_CERTS="+ca, "NODE_OPTIONS=--import="+resolve))
 			if got != want {
@@ -80,7 +83,7 @@ func TestE2BRouting(t *testing.T) {
 	}
 	// By headers, without TLS.
 	e := startE2B(t)
-	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 401\nwrong token 401"; got != want {
+	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 401\nwrong token 401\nenvd, traffic token 401"; got != want {
 		t.Errorf("headers: got\n%s\nwant\n%s", got, want)
 	}
 	e.stop(t)
