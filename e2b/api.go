@@ -35,14 +35,21 @@ var templates = map[string]string{
 	"code-interpreter":    "python-data",
 }
 
-func templateLang(t string) (string, bool) {
+// templateOf reads a template: a preset (or E2B's name for one), or an
+// image boxer has (a reference with a '/' or ':', e.g. one 'boxer image
+// import' brought), run as the bash preset: commands and files work in
+// any image with bash.
+func templateOf(t string) (lang, image string, ok bool) {
 	if l, ok := templates[t]; ok {
-		return l, true
+		return l, "", true
 	}
 	if slices.Contains(runner.PresetNames(), t) {
-		return t, true
+		return t, "", true
 	}
-	return "", false
+	if strings.ContainsAny(t, "/:") {
+		return "bash", t, true
+	}
+	return "", "", false
 }
 
 // controlPlane serves E2B's control plane, authenticated by X-API-KEY.
@@ -238,9 +245,9 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	if tmpl == "" {
 		tmpl = "base"
 	}
-	lang, ok := templateLang(tmpl)
+	lang, image, ok := templateOf(tmpl)
 	if !ok {
-		return nil, &badField{"templateID", fmt.Sprintf("no template %q here: boxer's templates are base, code-interpreter-v1 and its presets (%s)", tmpl, strings.Join(runner.PresetNames(), ", "))}
+		return nil, &badField{"templateID", fmt.Sprintf("no template %q here: boxer's templates are base, code-interpreter-v1, its presets (%s) and its images by reference ('boxer image list')", tmpl, strings.Join(runner.PresetNames(), ", "))}
 	}
 	timeout := defaultTimeout
 	if body.Timeout != nil {
@@ -269,7 +276,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		idle = min(idle, s.cfg.Sessions.Idle)
 	}
 	req := runner.SessionRequest{
-		Request:  runner.Request{Lang: lang, Env: env, Runtime: s.cfg.Runtime, AllowHosts: hosts},
+		Request:  runner.Request{Lang: lang, Image: image, Env: env, Runtime: s.cfg.Runtime, AllowHosts: hosts},
 		Idle:     idle,
 		Lifetime: timeout,
 		Caller:   caller,
@@ -282,6 +289,9 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		return nil, err
 	}
 	sess, err := s.runner.CreateSession(ctx, req, s.cfg.Max, s.cfg.Sessions)
+	if errors.Is(err, runner.ErrImageNotFound) {
+		return nil, &badField{"templateID", fmt.Sprintf("no image %q here: 'boxer image list' shows them ('boxer image import' or 'pull' brings one)", image)}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,8 @@ const e2bBadScript = `
 import { Sandbox } from 'e2b'
 for (const [name, f] of [
 	['template', () => Sandbox.create('no-such-template')],
+	['image', () => Sandbox.create('example.test/none:1')],
+	['image there', async () => { const s = await Sandbox.create('boxer/bash'); console.log('template', (await s.getInfo()).templateId); await s.kill() }],
 	['mcp', () => Sandbox.create({ mcp: { exa: { apiKey: 'x' } } })],
 	['deny', () => Sandbox.create({ network: { denyOut: ['10.0.0.0/8'] } })],
 	['unknown', () => Sandbox.getInfo('bxs-0123456789abcdef')],
@@ -112,7 +114,9 @@ func TestE2BBadInput(t *testing.T) {
 	for _, want := range []string{
 		`template SandboxError 400: templateID: no template "no-such-template" here`,
 		"mcp SandboxError 400: mcp: is not supported by boxer",
+		`image SandboxError 400: templateID: no image "example.test/none:1" here`,
 		"deny SandboxError 400: network.denyOut: is not supported by boxer",
+		"template boxer/bash\nimage there ok",
 		"unknown SandboxNotFoundError",
 		"kill false",
 		"kill unknown ok",
