@@ -300,9 +300,9 @@ type pidLine struct {
 	p      *keptProcess
 	stream string
 	// sink takes the rest: the ring, behind the masks.
-	sink   io.Writer
-	head   []byte
-	done   bool
+	sink io.Writer
+	head []byte
+	done bool
 }
 
 const pidPrefix = "boxer-init: pid "

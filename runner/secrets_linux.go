@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"time"
 	"strings"
+	"time"
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
