@@ -178,3 +178,86 @@ func TestSessionSecretBadInput(t *testing.T) {
 	}
 	assertClean(t)
 }
+
+// sessionHuntProgram is hostile: from inside a session it looks for two
+// needles (pieces of its own injected secret, which its keeper holds, and
+// of another session's delivered one) in every process's command line,
+// environment and memory it can read, and in every file it can read.
+const sessionHuntProgram = `
+import os, re
+needles = [n.encode() for n in NEEDLES]
+found = []
+def look(what, data):
+    for n in needles:
+        if n in data:
+            found.append(what)
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    for f in ("cmdline", "environ"):
+        try:
+            look("/proc/%s/%s" % (pid, f), open("/proc/%s/%s" % (pid, f), "rb").read())
+        except OSError:
+            pass
+    try:
+        mem = open("/proc/%s/mem" % pid, "rb")
+        for line in open("/proc/%s/maps" % pid):
+            m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+            if m:
+                lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+                try:
+                    mem.seek(lo); look("/proc/%s/mem" % pid, mem.read(min(hi - lo, 1 << 24)))
+                except (OSError, ValueError, OverflowError):
+                    pass
+    except OSError:
+        pass
+for root, dirs, files in os.walk("/"):
+    if root in ("/proc", "/sys", "/dev", "/code"):  # /code holds this program, needles and all
+        dirs[:] = []
+        continue
+    for f in files:
+        p = os.path.join(root, f)
+        try:
+            if os.path.isfile(p) and not os.path.islink(p) and os.path.getsize(p) < 1 << 20:
+                look(p, open(p, "rb").read())
+        except OSError:
+            pass
+print("found", sorted(set(found)) if found else "nothing")
+`
+
+// TestSessionSecretsHostile: a program in a session looks for the secret
+// its keeper injects, and for another session's delivered secret, in
+// every process's command line, environment and memory it can reach and
+// in every file it can read, and finds neither. On runc and runsc.
+func TestSessionSecretsHostile(t *testing.T) {
+	n := internet(t)
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			injected, other := secretValue(t), secretValue(t)
+			a := boxer(t, append(egressEnv(n), "SSL_CERT_FILE="+n.CAFile), "session", "create", "--lang", "python", "--runtime", rt,
+				"--secret", "API_KEY=file:"+secretFile(t, injected), "--allow-host", fakenet.WebName,
+				"--inject", fakenet.WebName+":Authorization=Bearer {{secret:API_KEY}}")
+			b := boxer(t, nil, "session", "create", "--lang", "python", "--runtime", rt, "--secret", "OTHER=file:"+secretFile(t, other)+",env")
+			if a.code != 0 || b.code != 0 {
+				t.Fatalf("session create: %d %s / %d %s", a.code, a.stderr, b.code, b.stderr)
+			}
+			idA, idB := strings.TrimSpace(a.stdout), strings.TrimSpace(b.stdout)
+			t.Cleanup(func() { boxer(t, nil, "session", "rm", idA, idB) })
+			// B's process holds its value in its environment meanwhile.
+			if r := sessionExec(t, "", idB, "--bg", "--", "sleep", "60"); r.code != 0 {
+				t.Fatalf("background in B: %d %s", r.code, r.stderr)
+			}
+			// A's keeper has used its header once.
+			if r := boxer(t, nil, "session", "run", idA, "-c", `import urllib.request; urllib.request.urlopen("https://web.test/headers", timeout=10).read(); print("ok")`); r.stdout != "ok\n" {
+				t.Fatalf("A's call: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			code := strings.Replace(sessionHuntProgram, "NEEDLES", `["`+injected[3:23]+`", "`+other[3:23]+`"]`, 1)
+			r := boxer(t, nil, "session", "run", idA, "--timeout", "120s", "-c", code)
+			if r.code != 0 || r.stdout != "found nothing\n" {
+				t.Errorf("the hunt in A: %d %q %q, want found nothing", r.code, r.stdout, r.stderr)
+			}
+			if r := boxer(t, nil, "session", "rm", idA, idB); r.code != 0 {
+				t.Errorf("rm: %d %s", r.code, r.stderr)
+			}
+			assertClean(t)
+		})
+	}
+}
