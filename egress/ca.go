@@ -41,7 +41,11 @@ type CA struct {
 
 // NewCA makes a CA with a fresh P-256 key, valid from an hour ago for a
 // day, that may sign leaf certificates only (path length 0).
-func NewCA() (*CA, error) {
+func NewCA() (*CA, error) { return NewCAUntil(time.Now().Add(certValidity)) }
+
+// NewCAUntil makes a CA as NewCA does, valid until end: a session's
+// lives as long as the session may.
+func NewCAUntil(end time.Time) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the CA's key: %w", err)
@@ -55,7 +59,7 @@ func NewCA() (*CA, error) {
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: caName},
 		NotBefore:             now.Add(-certBackdate),
-		NotAfter:              now.Add(certValidity),
+		NotAfter:              end,
 		KeyUsage:              x509.KeyUsageCertSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -85,14 +89,15 @@ func (ca *CA) CertPEM() []byte {
 }
 
 // leaf returns the certificate of host (a lower-case DNS name) signed by
-// ca, issued on the first call and the same one after.
+// ca, issued on the first call and the same one after, until it is an
+// hour from its end (a session's CA outlives its first leaves).
 func (ca *CA) leaf(host string) (*tls.Certificate, error) {
 	if ca == nil {
 		return nil, errors.New("no CA to issue certificates with")
 	}
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
-	if cert, ok := ca.leaves[host]; ok {
+	if cert, ok := ca.leaves[host]; ok && time.Until(cert.Leaf.NotAfter) > certBackdate {
 		return cert, nil
 	}
 	cert, err := ca.issue(host)

@@ -113,3 +113,38 @@ func TestCALeaf(t *testing.T) {
 		t.Error("a nil CA issued a certificate")
 	}
 }
+
+// TestCAHandoff: a CA parsed from its PEM issues leaves its certificate
+// verifies, until the end it was made with.
+func TestCAHandoff(t *testing.T) {
+	end := time.Now().Add(48 * time.Hour).Truncate(time.Second)
+	ca, err := NewCAUntil(end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ca.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseCA(ca.CertPEM(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.cert.NotAfter.Equal(end) {
+		t.Errorf("NotAfter %v, want %v", got.cert.NotAfter, end)
+	}
+	leaf, err := got.leaf("api.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM())
+	if _, err := leaf.Leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "api.example.com"}); err != nil {
+		t.Errorf("a leaf of the parsed CA: %v", err)
+	}
+	other, _ := NewCA()
+	otherKey, _ := other.KeyPEM()
+	if _, err := ParseCA(ca.CertPEM(), otherKey); err == nil {
+		t.Errorf("a certificate with another CA's key was taken")
+	}
+}

@@ -237,7 +237,8 @@ func TestSessionHTTP(t *testing.T) {
 			a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
 			s := startServer(t, "--token-file", tokens, "--max-sessions", "2")
-			// What a session does not take yet is refused, naming it.
+			// What a session does not take, and a secret the server does not
+			// hold, is refused, naming it.
 			for _, field := range []string{`"code":"1"`, `"command":["true"]`, `"secrets":["A"]`, `"return_files":["*"]`, `"stdin":"x"`} {
 				name, _, _ := strings.Cut(strings.Trim(field, `"`), `"`)
 				req := invalidRequest(sessionRequest(a, "POST", s.url+"/v1/sessions", `{"lang":"python",`+field+`}`))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/secrets"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -74,6 +75,11 @@ type keeper struct {
 	gw    *egress.Gateway
 	gwErr error
 	netMu sync.Mutex
+
+	// masks are the session's secrets, masked in its processes' output
+	// before it is kept; secretEnv, those they get as variables.
+	masks     []secrets.Named
+	secretEnv []string
 }
 
 // Keep serves session id's processes until its sandbox ends or ctx does
@@ -84,7 +90,9 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 		return ErrSessionNotFound
 	}
 	runDir := filepath.Join(r.runsDir, id)
-	// Locked already when its maker handed it the session's gateway.
+	// Its secrets first: its maker writes them while it waits.
+	held, herr := inheritedSecrets()
+	// Locked already when its maker handed it the session.
 	lock := inheritedKeeperLock()
 	if lock == nil {
 		var err error
@@ -95,6 +103,16 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return nil
+	}
+	if herr != nil {
+		return fmt.Errorf("session %s: %w", id, herr)
+	}
+	rec, err := readSessionRecord(runDir)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+	}
+	if held == nil {
+		held = deliveredSecrets(runDir, rec)
 	}
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
@@ -125,8 +143,8 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 		ln.Close()
 		return err
 	}
-	k := &keeper{r: r, id: id, runDir: runDir, c: c, task: task, spec: spec, ctx: ctx, procs: map[int]*keptProcess{}}
-	if k.gw, k.gwErr = r.keeperGateway(runDir); k.gwErr != nil {
+	k := &keeper{r: r, id: id, runDir: runDir, c: c, task: task, spec: spec, ctx: ctx, procs: map[int]*keptProcess{}, masks: held.masks(), secretEnv: rec.SecretEnv}
+	if k.gw, k.gwErr = r.keeperGateway(runDir, held); k.gwErr != nil {
 		log.G(ctx).WithError(k.gwErr).Warnf("session %s: serving its network", id)
 	} else if k.gw != nil {
 		defer k.gw.Close()
@@ -237,6 +255,9 @@ func (k *keeper) list() []ProcessInfo {
 func (k *keeper) routes() http.Handler {
 	mux := http.NewServeMux()
 	k.netRoutes(mux)
+	mux.HandleFunc("GET /masks", func(w http.ResponseWriter, r *http.Request) {
+		writeKeeperJSON(w, k.masks)
+	})
 	mux.HandleFunc("POST /processes", func(w http.ResponseWriter, r *http.Request) {
 		var req ProcessRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/secrets"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
@@ -39,6 +40,8 @@ type keptProcess struct {
 	pid chan struct{}
 	// size is its terminal's first size.
 	size *TermSize
+	// masks hide the session's secrets in its output before the ring.
+	masks []*secrets.Masker
 }
 
 // start starts req's command in the session and returns it once it runs.
@@ -59,8 +62,8 @@ func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
 	k.mu.Unlock()
 
 	proc := *k.spec.Process
-	proc.Args = append([]string{oci.InitPath, "-a", "--"}, req.Args...)
 	proc.Env = buildEnv(k.spec.Process.Env, req.Env)
+	proc.Args = append([]string{oci.InitPath, "-a", "--"}, withSecretEnv(req.Args, k.secretEnv, proc.Env)...)
 	proc.Cwd = p.info.Cwd
 	var stdin io.Reader
 	if req.Stdin || req.PTY != nil {
@@ -73,9 +76,11 @@ func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
 		proc.Terminal = true
 		proc.ConsoleSize = &specs.Box{Height: uint(req.PTY.Rows), Width: uint(req.PTY.Cols)}
 		stdout.stream = StreamPTY
+		stdout.sink = p.mask(k.masks, ringWriter{p.out, StreamPTY})
 		opts = append(opts, cio.WithStreams(stdin, stdout, nil), cio.WithTerminal)
 	} else {
-		opts = append(opts, cio.WithStreams(stdin, stdout, ringWriter{p.out, StreamStderr}))
+		stdout.sink = p.mask(k.masks, ringWriter{p.out, StreamStdout})
+		opts = append(opts, cio.WithStreams(stdin, stdout, p.mask(k.masks, ringWriter{p.out, StreamStderr})))
 	}
 	process, err := k.task.Exec(k.ctx, "proc-"+strconv.Itoa(n), &proc, cio.NewCreator(opts...))
 	if err == nil {
@@ -150,6 +155,9 @@ func (k *keeper) run(p *keptProcess) error {
 		k.mu.Unlock()
 		p.closeStdin(k.ctx)
 		p.seenPID()
+		for _, m := range p.masks {
+			_ = m.Flush()
+		}
 		p.out.close()
 		if _, err := p.process.Delete(context.WithoutCancel(k.ctx)); err != nil && !errdefs.IsNotFound(err) {
 			log.G(k.ctx).WithError(err).Debug("forgetting a process")
@@ -263,6 +271,17 @@ func (p *keptProcess) resize(ctx context.Context, size TermSize) error {
 	return p.process.Resize(ctx, size.Cols, size.Rows)
 }
 
+// mask returns w behind a mask of the session's secrets, flushed at p's
+// end; w itself without secrets.
+func (p *keptProcess) mask(masks []secrets.Named, w io.Writer) io.Writer {
+	if len(masks) == 0 {
+		return w
+	}
+	m := secrets.NewMasker(w, masks)
+	p.masks = append(p.masks, m)
+	return m
+}
+
 // ringWriter writes a stream into a ring.
 type ringWriter struct {
 	r      *ring
@@ -280,16 +299,17 @@ type pidLine struct {
 	k      *keeper
 	p      *keptProcess
 	stream string
-	head   []byte
-	done   bool
+	// sink takes the rest: the ring, behind the masks.
+	sink io.Writer
+	head []byte
+	done bool
 }
 
 const pidPrefix = "boxer-init: pid "
 
 func (w *pidLine) Write(b []byte) (int, error) {
 	if w.done {
-		w.p.out.write(w.stream, b)
-		return len(b), nil
+		return w.sink.Write(b)
 	}
 	n := len(b)
 	w.head = append(w.head, b...)
@@ -310,6 +330,6 @@ func (w *pidLine) Write(b []byte) (int, error) {
 	}
 	w.head = nil
 	w.p.seenPID()
-	w.p.out.write(w.stream, rest)
-	return n, nil
+	_, err := w.sink.Write(rest)
+	return n, err
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
@@ -102,7 +103,12 @@ func writeSecret(path string, value []byte, uid, gid int) error {
 // sandbox's clients are pointed at, and renders the headers the proxy
 // sets.
 func (sb *sandbox) prepareInjection(dir string) error {
-	ca, err := egress.NewCA()
+	newCA := egress.NewCA
+	if sb.session != nil {
+		// A session's lives as long as the session may.
+		newCA = func() (*egress.CA, error) { return egress.NewCAUntil(sb.session.backstop.Add(time.Hour)) }
+	}
+	ca, err := newCA()
 	if err != nil {
 		return fmt.Errorf("making the run's CA: %w", err)
 	}
@@ -160,12 +166,7 @@ func hostTrustBundle() ([]byte, error) {
 // maskOutput puts the masks of the run's secrets between the program's
 // streams and what boxer keeps and shows of them.
 func (sb *sandbox) maskOutput(stdout, stderr io.Writer) (io.Writer, io.Writer) {
-	var named []secrets.Named
-	for _, name := range sb.plan.Names {
-		if value, ok := sb.r.secrets.Lookup(name); ok {
-			named = append(named, secrets.Named{Name: name, Value: value})
-		}
-	}
+	named := sb.r.named(sb.plan.Names)
 	if len(named) == 0 {
 		return stdout, stderr
 	}

@@ -169,9 +169,6 @@ func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, tim
 	if req.Lang == "" {
 		return req, 0, 0, fieldErr(FieldLang, "is required for a session: one of %s", strings.Join(PresetNames(), ", "))
 	}
-	if len(req.Secrets) > 0 {
-		return req, 0, 0, fieldErr(FieldSecrets, "are not available for sessions yet (use a run)")
-	}
 	if req.CopyOut != "" || len(req.ReturnFiles) > 0 {
 		return req, 0, 0, fieldErr(FieldReturnFiles, "is for a call, not for making a session")
 	}

@@ -122,16 +122,22 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	if err := writeFiles(workspace, call.Files, uid, gid); err != nil {
 		return res, err
 	}
+	masks, err := r.sessionMasks(ctx, s)
+	if err != nil {
+		return res, err
+	}
 	stdout, stderr := newCapped(call.OutputLimit, call.Stdout), newCapped(call.OutputLimit, call.Stderr)
+	mout, merr, flush := maskCall(masks, stdout, stderr)
 	cg := reaper.CgroupsPath(r.namespace, s.id)
 	before, _ := cgroups.ReadStats(r.cgroups, cg)
 	peak := cgroups.WatchPeak(r.cgroups, cg)
 	var end callEnd
 	if interpreted(req.Lang) {
-		end, err = r.wireCall(ctx, s, n, name, call, stdout, stderr)
+		end, err = r.wireCall(ctx, s, n, name, call, mout, merr)
 	} else {
-		end, err = r.execCall(ctx, s, n, p, name, call, stdout, stderr)
+		end, err = r.execCall(ctx, s, n, p, name, call, mout, merr)
 	}
+	flush()
 	if err != nil {
 		return startFailed(res, err)
 	}

@@ -99,6 +99,9 @@ type sessionRecord struct {
 	// Backstop is zero in the record of a session made by a boxer before
 	// it: its sandbox ends itself at its Deadline.
 	Backstop time.Time `json:"backstop,omitzero"`
+	// SecretEnv names the delivered secrets its processes get as
+	// variables too (names only: the values are in its /run).
+	SecretEnv []string `json:"secret_env,omitempty"`
 }
 
 // shape makes spec a session's: its first process only waits for the
@@ -144,6 +147,12 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	if req.egress() && len(r.keeper) == 0 {
 		return Session{}, fieldErr(FieldAllowHosts, "needs the session's keeper to serve its network, which this boxer cannot start: use the boxer binary")
 	}
+	if len(req.Secrets) > 0 && len(r.keeper) == 0 {
+		return Session{}, fieldErr(FieldSecrets, "%v", errSecretsKeeper)
+	}
+	if err := r.checkSecretsAvailable(req); err != nil {
+		return Session{}, err
+	}
 	rootfs, err := r.rootfsFor(ctx, req)
 	if err != nil {
 		return Session{}, err
@@ -177,14 +186,22 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	// The keeper of one that lives on its own ends it on time with no
 	// other boxer process running (a held one's holder does); a command
 	// that needs a keeper starts one should this fail. A session with
-	// network needs its keeper at once, held or not: it serves the
-	// gateway.
-	if sb.link != nil {
-		if err := r.handLink(ctx, sb); err != nil {
+	// network or secrets needs its keeper at once, held or not: it serves
+	// the gateway, and only it holds the secrets once this process exits.
+	ks, err := sb.keeperSecrets()
+	switch {
+	case err != nil:
+		return Session{}, errors.Join(err, sb.destroy(ctx))
+	case sb.link != nil:
+		if err := r.handLink(ctx, sb, ks); err != nil {
 			return Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
 		}
-	} else if len(r.keeper) > 0 && !sr.Held {
-		if _, err := r.spawnKeeper(sb.runDir, sb.id); err != nil {
+	case ks != nil:
+		if err := r.handKeeper(ctx, sb, keeperHandoff{secrets: ks}); err != nil {
+			return Session{}, errors.Join(fmt.Errorf("handing the session's secrets to its keeper: %w", err), sb.destroy(ctx))
+		}
+	case len(r.keeper) > 0 && !sr.Held:
+		if _, err := r.spawnKeeper(sb.runDir, sb.id, keeperHandoff{}); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}
 	}
@@ -234,7 +251,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
-	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop})
+	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.dirs.SecretEnv})
 	if err != nil {
 		return err
 	}
@@ -263,7 +280,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return fmt.Errorf("reading session spec: %w", err)
 		}
 		proc := *spec.Process
-		proc.Args = append(p.Command, path.Join("/code", driverFile), driverPid)
+		proc.Args = withSecretEnv(append(p.Command, path.Join("/code", driverFile), driverPid), sb.dirs.SecretEnv, proc.Env)
 		driver, err := sb.task.Exec(opCtx, driverExecID, &proc, wireCreator(sb.runDir))
 		if err != nil {
 			return &runtimeError{step: "starting the session's interpreter", err: err}

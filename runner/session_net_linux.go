@@ -15,7 +15,6 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/containerd/log"
-	"golang.org/x/sys/unix"
 )
 
 // A session with allow_hosts gets its link when it is made, exactly as a
@@ -35,7 +34,7 @@ const (
 	// allowlist now, for a keeper started again.
 	sessionNetFile = "net.json"
 	// keeperGatewayEnv tells a keeper that its gateway's sockets are its
-	// files 3, 4 and 5, and its lock, held, file 6.
+	// files 3, 4 and 5 (its lock, held, comes after: keeperLockEnv).
 	keeperGatewayEnv = "BOXER_KEEPER_GATEWAY"
 )
 
@@ -53,8 +52,9 @@ type sessionNet struct {
 }
 
 // handLink records the made session's network and starts its keeper with
-// the gateway's sockets; this process's gateway closes.
-func (r *Runner) handLink(ctx context.Context, sb *sandbox) error {
+// the gateway's sockets and ks, its secrets; this process's gateway
+// closes.
+func (r *Runner) handLink(ctx context.Context, sb *sandbox, ks *keeperSecrets) error {
 	e := r.egress
 	rec := sessionNet{Gateway: sb.link.GatewayAddr(), Allow: sb.req.AllowHosts, NetBytes: sb.req.NetBytes, UpstreamDNS: e.upstream, Netns: e.netns, AllowNoSNI: e.allowNoSNI}
 	if err := writeSessionNet(sb.runDir, rec); err != nil {
@@ -67,23 +67,10 @@ func (r *Runner) handLink(ctx context.Context, sb *sandbox) error {
 	// The keeper gets the lock held: a keeper another command starts
 	// before this one runs finds the session kept, and leaves the
 	// gateway's addresses to the sockets handed on.
-	lock, err := os.OpenFile(filepath.Join(sb.runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
-	if err == nil {
-		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			lock.Close()
-		}
-	}
-	if err != nil {
-		for _, f := range files {
-			f.Close()
-		}
-		return fmt.Errorf("locking the session's keeper: %w", err)
-	}
-	if _, err := r.spawnKeeper(sb.runDir, sb.id, append(files, lock)...); err != nil {
+	if err := r.handKeeper(ctx, sb, keeperHandoff{gateway: files, secrets: ks}); err != nil {
 		return err
 	}
 	sb.link.Leave()
-	log.G(ctx).Debugf("session %s: its keeper serves its gateway", sb.id)
 	return nil
 }
 
@@ -112,16 +99,19 @@ func readSessionNet(runDir string) (sessionNet, error) {
 // inheritedKeeperLock is the keeper's lock its maker handed it, held;
 // nil when it was not.
 func inheritedKeeperLock() *os.File {
-	if os.Getenv(keeperGatewayEnv) != "3" {
+	n, err := strconv.Atoi(os.Getenv(keeperLockEnv))
+	if err != nil {
 		return nil
 	}
-	return os.NewFile(6, keeperLock)
+	os.Unsetenv(keeperLockEnv)
+	return os.NewFile(uintptr(n), keeperLock)
 }
 
 // keeperGateway starts the session's gateway in its keeper: on the
 // sockets its maker handed on, or again where its table redirects. nil
-// for a session without network.
-func (r *Runner) keeperGateway(runDir string) (*egress.Gateway, error) {
+// for a session without network. ks are the session's secrets its maker
+// handed on: with them, the gateway injects their headers.
+func (r *Runner) keeperGateway(runDir string, ks *keeperSecrets) (*egress.Gateway, error) {
 	rec, err := readSessionNet(runDir)
 	if errors.Is(err, ErrNoNetwork) {
 		return nil, nil
@@ -137,6 +127,12 @@ func (r *Runner) keeperGateway(runDir string) (*egress.Gateway, error) {
 	cfg, err := e.gatewayConfig(rec.Allow, rec.NetBytes)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.CA, err = ks.gatewayCA(); err != nil {
+		return nil, err
+	}
+	if cfg.CA != nil {
+		cfg.Inject = ks.Inject
 	}
 	var gw *egress.Gateway
 	if n, _ := strconv.Atoi(os.Getenv(keeperGatewayEnv)); n == 3 {

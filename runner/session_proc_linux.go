@@ -42,7 +42,7 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 	if kc.alive(ctx) {
 		return kc, nil
 	}
-	exited, err := r.spawnKeeper(s.runDir, id)
+	exited, err := r.spawnKeeper(s.runDir, id, keeperHandoff{})
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +72,11 @@ func (r *Runner) keeperFor(ctx context.Context, id, caller string) (*keeperClien
 
 // spawnKeeper starts session id's keeper, detached, and does not wait
 // for it: exited is closed when the process ends (at once, if another
-// keeper holds the session). gateway are the sockets of the session's
-// gateway, for the keeper to serve, and the keeper's lock, held, when its
-// maker starts it.
-func (r *Runner) spawnKeeper(runDir, id string, gateway ...*os.File) (exited chan struct{}, err error) {
+// keeper holds the session). h is what the session's maker hands it (see
+// keeperHandoff); a keeper started again gets nothing. Its environment
+// is this process's without the secrets' values (keeperEnv).
+func (r *Runner) spawnKeeper(runDir, id string, h keeperHandoff) (exited chan struct{}, err error) {
+	defer h.close()
 	if len(r.keeper) == 0 {
 		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
 	}
@@ -88,17 +89,34 @@ func (r *Runner) spawnKeeper(runDir, id string, gateway ...*os.File) (exited cha
 	// Its own session: the caller's terminal and process group are not its.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if len(gateway) > 0 {
-		// The session's gateway, to serve (see session_net_linux.go).
-		cmd.ExtraFiles = gateway
-		cmd.Env = append(os.Environ(), keeperGatewayEnv+"=3")
-		defer func() {
-			for _, f := range gateway {
-				f.Close()
-			}
-		}()
+	cmd.Env = r.keeperEnv()
+	// Files 3, 4, 5: the session's gateway, to serve (see
+	// session_net_linux.go); then the lock, then the secrets' pipe.
+	hand := func(f *os.File, env string) {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		cmd.Env = append(cmd.Env, env+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	}
+	if len(h.gateway) > 0 {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, h.gateway...)
+		cmd.Env = append(cmd.Env, keeperGatewayEnv+"=3")
+	}
+	if h.lock != nil {
+		hand(h.lock, keeperLockEnv)
+	}
+	var secretsW *os.File
+	if h.secrets != nil {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("starting the session's keeper: %w", err)
+		}
+		defer pr.Close()
+		secretsW = pw
+		hand(pr, keeperSecretsEnv)
 	}
 	if err := cmd.Start(); err != nil {
+		if secretsW != nil {
+			secretsW.Close()
+		}
 		return nil, fmt.Errorf("starting the session's keeper: %w", err)
 	}
 	exited = make(chan struct{})
@@ -106,6 +124,12 @@ func (r *Runner) spawnKeeper(runDir, id string, gateway ...*os.File) (exited cha
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	if secretsW != nil {
+		if err := handSecrets(secretsW, h.secrets); err != nil {
+			_ = cmd.Process.Kill()
+			return nil, err
+		}
+	}
 	return exited, nil
 }
 

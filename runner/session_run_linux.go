@@ -126,6 +126,7 @@ func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p Preset, 
 	}
 	proc := *spec.Process
 	proc.Args = append([]string{"/bin/sh", "-c", `echo $$ > ` + callPid + ` && exec "$@"`, "sh"}, append(p.Command, path.Join("/code", name))...)
+	proc.Args = withSecretEnv(proc.Args, s.rec.SecretEnv, proc.Env)
 	pr, pw := io.Pipe()
 	stdin := &eofReader{r: pr, eof: make(chan struct{})}
 	defer pw.Close()

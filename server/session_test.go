@@ -7,7 +7,7 @@ import (
 )
 
 // TestSessionRequestRefuses: what a session does not take is refused
-// naming its own field (the runner refuses secrets and return_files:
+// naming its own field (the runner refuses return_files:
 // TestSessionHTTP).
 func TestSessionRequestRefuses(t *testing.T) {
 	tests := []struct {

@@ -58,14 +58,15 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 	}
 }
 
-// sessionCreateFlags are run's sandbox flags, without what only a run has
-// (code, copy-out, --network, secrets), and the session's own.
+// sessionCreateFlags are run's sandbox flags (secrets and injection
+// included), without what only a run has (code, copy-out, --network), and
+// the session's own.
 func sessionCreateFlags() []cli.Flag {
 	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "json", "no-standby"}
 	var flags []cli.Flag
 	for _, f := range runCommand().Flags {
 		name := f.Names()[0]
-		if slices.Contains(skip, name) || strings.HasPrefix(name, "secret") || name == "inject" {
+		if slices.Contains(skip, name) {
 			continue
 		}
 		// run's words for a run; a session's are about its calls.
@@ -107,7 +108,17 @@ func sessionCreateCommand() *cli.Command {
 			if err != nil {
 				return requestError(err)
 			}
-			r, err := connect(c, os.Stderr, true)
+			// Secrets last, as for a run: the values go to the session's
+			// keeper, which holds them for the session's life.
+			set, err := loadSecrets(c)
+			if err != nil {
+				return err
+			}
+			if err := checkInjectHosts(set, req); err != nil {
+				return err
+			}
+			req.Secrets = set.refs
+			r, err := connect(c, os.Stderr, true, set.options)
 			if err != nil {
 				return err
 			}
