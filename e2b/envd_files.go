@@ -149,8 +149,11 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 				part.Close()
 				continue
 			}
-			name := part.FileName()
-			if q.Has("path") {
+			// Not part.FileName(), which keeps the last element only:
+			// the SDKs send a file's path as its part's file name.
+			_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+			name := params["filename"]
+			if q.Get("path") != "" {
 				name = q.Get("path")
 			}
 			if name == "" {
@@ -164,7 +167,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	case "application/octet-stream":
-		if !q.Has("path") {
+		if q.Get("path") == "" {
 			writeError(w, http.StatusBadRequest, "path is required with application/octet-stream: the file's path in the sandbox")
 			return
 		}
