@@ -82,7 +82,8 @@ deps:
 # containerd may be that one; and runc 1.1.5 into $(COMPAT)/runc, apart
 # from it, for the test that 'boxer doctor' warns about a containerd that
 # runs a runc without the November 2025 fixes. Then the npm packages of
-# package-lock.json into node_modules/ (redocly, for TestOpenAPILint), with
+# package-lock.json into node_modules/ (redocly, for TestOpenAPILint; E2B's
+# SDKs, for the TestE2B* tests and make bench), with
 # Debian's nodejs and npm when npm is missing; again only when the lock
 # file is newer than what is installed. curl and file, which the docs'
 # examples use (TestDocExamples), come from apt when missing.
@@ -140,7 +141,7 @@ vet:
 	GOOS=darwin $(GO) vet ./...
 
 test-unit:
-	$(GO) test -count=1 ./cgroups/ ./fault/ ./oci/ ./seccomp/ ./egress/ ./secrets/ ./runner/ ./reaper/ ./snapshots/ ./daemon/ ./server/ ./cmd/... ./internal/... .
+	$(GO) test -count=1 ./cgroups/ ./fault/ ./oci/ ./seccomp/ ./egress/ ./secrets/ ./runner/ ./reaper/ ./snapshots/ ./daemon/ ./server/ ./e2b/ ./cmd/... ./internal/... .
 
 # test runs every test: unit tests and the sandbox tests on a private
 # containerd that the tests start and stop themselves.
@@ -165,7 +166,7 @@ fuzz:
 		done; \
 	done
 
-bench: deps install
+bench: deps test-deps install
 	boxer setup
 	$(GO) run ./bench
 

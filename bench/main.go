@@ -293,6 +293,11 @@ func run(n, rssRuns int, boxerBin string) error {
 	if runscErr == nil {
 		runtimes = append(runtimes, "runsc")
 	}
+	e2bRows, err := benchE2B(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
+	serve = append(serve, e2bRows...)
 	for _, rt := range runtimes {
 		resumeRow, err := benchResume(n, boxerBin, address, rt)
 		if err != nil {
@@ -386,6 +391,10 @@ func run(n, rssRuns int, boxerBin string) error {
 			fmt.Printf("%s / boxer serve, warm%s = %.2f (target <= 1.15)\n", r.name, plain, float64(median(r.times))/float64(serveTimes["boxer serve, warm"+plain]))
 		}
 		switch r.name {
+		case e2bSDKRow:
+			if api := serveTimes[e2bAPIRow]; api > 0 {
+				fmt.Printf("E2B SDK cycle / boxer HTTP API cycle = %.2f (target <= 1.3)\n", float64(median(r.times))/float64(api))
+			}
 		case sessionRow.name:
 			if oneShot := serveTimes["boxer serve, warm, every 0.5 s"]; oneShot > 0 {
 				fmt.Printf("session call (warm interpreter) / boxer serve, warm, every 0.5 s = %.2f (target <= 0.5)\n", float64(median(r.times))/float64(oneShot))

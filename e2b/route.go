@@ -80,12 +80,10 @@ func target(r *http.Request, domain string) (id string, port int, ok bool, err e
 	if domain == "" {
 		return "", 0, false, nil
 	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	label, ok := strings.CutSuffix(strings.ToLower(host), "."+strings.ToLower(domain))
-	if !ok || strings.Contains(label, ".") {
+	label, ok := strings.CutSuffix(strings.ToLower(hostOnly(r.Host)), "."+strings.ToLower(hostOnly(domain)))
+	// api.<domain> is the control plane (the SDKs' default E2B_API_URL
+	// with a domain).
+	if !ok || strings.Contains(label, ".") || label == "api" {
 		return "", 0, false, nil
 	}
 	p, id, ok := strings.Cut(label, "-")
@@ -96,6 +94,14 @@ func target(r *http.Request, domain string) (id string, port int, ok bool, err e
 		return "", 0, false, fmt.Errorf("host %q: %q is not a TCP port from 1 to 65535", r.Host, p)
 	}
 	return id, port, true, nil
+}
+
+// hostOnly is a host name without its port.
+func hostOnly(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return host
+	}
+	return h
 }
 
 // allowed checks a data-plane request's token: envd always wants the
