@@ -13,7 +13,7 @@ INIT_CC            := cc -static -Os -s -Wall -Wextra -Werror
 GO                 ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION            ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps test-deps build install demo test test-unit test-security fuzz bench soak vet clean
+.PHONY: all deps test-deps build install demo test test-unit test-security fuzz bench soak vet clean generate
 
 all: build
 
@@ -122,6 +122,18 @@ demo: deps install
 	boxer doctor
 	boxer run --lang python -c 'import platform, os; print("hello from", platform.python_version(), "as uid", os.getuid())'
 	boxer run --json --memory 64m --timeout 5s --lang python -c 'print(sum(range(10**6)))'
+
+# generate regenerates the Go code of E2B's envd wire contract
+# (e2b/envdspec/**.proto): protoc from apt (protobuf-compiler), its Go
+# plugins from the Go module proxy at the versions go.mod pins. Not run by
+# CI: the generated files are committed source.
+generate:
+	@command -v protoc >/dev/null || { echo "protoc is needed: apt-get install protobuf-compiler"; exit 1; }
+	GOBIN=$(CURDIR)/.bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go connectrpc.com/connect/cmd/protoc-gen-connect-go
+	cd e2b/envdspec && PATH=$(CURDIR)/.bin:$$PATH protoc -I . \
+		--go_out=. --go_opt=paths=source_relative \
+		--connect-go_out=. --connect-go_opt=paths=source_relative \
+		process/process.proto filesystem/filesystem.proto
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
