@@ -285,10 +285,16 @@ func (cfg Config) reapLocks(ctx context.Context) {
 func TaskRunning(ctx context.Context, c containerd.Container) bool {
 	task, err := c.Task(ctx, nil)
 	if err != nil {
-		return false
+		// Only containerd's "no task" is an answer: an error of the asking
+		// (a request cancelled, containerd busy) says nothing of the task,
+		// and must not end a session that runs.
+		return !errdefs.IsNotFound(err)
 	}
 	st, err := task.Status(ctx)
-	return err == nil && (st.Status == containerd.Running || st.Status == containerd.Paused || st.Status == containerd.Pausing)
+	if err != nil {
+		return !errdefs.IsNotFound(err)
+	}
+	return st.Status == containerd.Running || st.Status == containerd.Paused || st.Status == containerd.Pausing
 }
 
 // taskCreated says whether c's task was fully made: it has run, or runs.

@@ -146,11 +146,11 @@ func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []End
 func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 	reason := ""
 	task, err := s.loadTask(ctx)
-	if err != nil || !processRunning(ctx, task) {
+	if errdefs.IsNotFound(err) || err == nil && !processRunning(ctx, task) {
 		reason = reaper.EndExited
-	} else if interpreted(s.rec.Request.Lang) {
+	} else if err == nil && interpreted(s.rec.Request.Lang) {
 		driver, err := task.LoadProcess(ctx, driverExecID, nil)
-		if err != nil || !processRunning(ctx, driver) {
+		if errdefs.IsNotFound(err) || err == nil && !processRunning(ctx, driver) {
 			reason = reaper.EndInterpreter
 		}
 	}
@@ -163,5 +163,9 @@ func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 // processRunning says whether p (a task or an exec'd process) runs.
 func processRunning(ctx context.Context, p containerd.Process) bool {
 	st, err := p.Status(ctx)
-	return err == nil && st.Status == containerd.Running
+	if err != nil {
+		// Only "no such process" is an answer (see reaper.TaskRunning).
+		return !errdefs.IsNotFound(err)
+	}
+	return st.Status == containerd.Running
 }

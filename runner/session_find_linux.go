@@ -70,8 +70,12 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 	}
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask {
-		if s.task, err = c.Task(ctx, nil); err != nil {
+		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
 			return nil, r.endSession(ctx, c, reaper.EndExited)
+		} else if err != nil {
+			// A request cancelled, containerd busy: no answer about the
+			// session, which must not end for it.
+			return nil, fmt.Errorf("loading session %s's task: %w", id, err)
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(s.runDir, sessionRecordFile))
