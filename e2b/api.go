@@ -1,9 +1,656 @@
 package e2b
 
-import "net/http"
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
 
-// controlPlane serves E2B's control plane: sandboxes made, listed, killed,
-// timed, paused and resumed, authenticated by X-API-KEY.
+	"github.com/boxer-dev/boxer/runner"
+)
+
+// E2B's control plane (spec/openapi.yml in e2b-dev/E2B), the calls E2B's
+// SDKs make: a sandbox is made, found, listed, timed, paused, resumed and
+// killed; its metrics are read. What boxer cannot honour (snapshots,
+// volumes, MCP gateways, automatic pause) is refused with a 400 naming the
+// field, never accepted and ignored.
+
+// defaultTimeout is a sandbox's life when the request names none (E2B's
+// SDKs send their own default of 300 s).
+const defaultTimeout = 300 * time.Second
+
+// templates are boxer's presets under E2B's template names: "base" (E2B's
+// default) has bash and python, "code-interpreter-v1" python with numpy,
+// pandas and matplotlib; every preset is a template under its own name.
+var templates = map[string]string{
+	"base":                "python",
+	"code-interpreter-v1": "python-data",
+	"code-interpreter":    "python-data",
+}
+
+func templateLang(t string) (string, bool) {
+	if l, ok := templates[t]; ok {
+		return l, true
+	}
+	if slices.Contains(runner.PresetNames(), t) {
+		return t, true
+	}
+	return "", false
+}
+
+// controlPlane serves E2B's control plane, authenticated by X-API-KEY.
 func (s *Server) controlPlane() http.Handler {
-	return http.NotFoundHandler()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v2/sandboxes", s.handleCreate)
+	mux.HandleFunc("POST /sandboxes", s.handleCreate)
+	mux.HandleFunc("GET /v2/sandboxes", s.handleList)
+	mux.HandleFunc("GET /sandboxes", s.handleList)
+	mux.HandleFunc("GET /sandboxes/{id}", s.handleGet)
+	mux.HandleFunc("DELETE /sandboxes/{id}", s.handleKill)
+	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
+	mux.HandleFunc("POST /sandboxes/{id}/pause", s.handlePause)
+	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
+	mux.HandleFunc("POST /sandboxes/{id}/resume", s.handleConnect)
+	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
+	mux.HandleFunc("PUT /sandboxes/{id}/network", s.handleNetwork)
+	for _, p := range []string{"POST /sandboxes/{id}/fork", "POST /sandboxes/{id}/snapshots", "GET /snapshots", "POST /volumes", "GET /volumes", "POST /secrets", "GET /secrets", "GET /templates", "POST /templates", "POST /v2/templates", "POST /v3/templates"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotImplemented, fmt.Sprintf("%s %s is not supported by boxer's E2B API (docs/e2b.md says what is)", r.Method, r.URL.Path))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (docs/e2b.md lists boxer's E2B API)", r.Method, r.URL.Path))
+	})
+	return s.authenticate(mux)
+}
+
+// authenticate requires one of the keys in X-API-KEY (or, as E2B's API
+// also takes, a bearer token) and hands the handler its caller.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := r.Header.Get("X-API-KEY")
+		if got == "" {
+			got, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		caller := ""
+		for k, c := range s.keys {
+			if subtle.ConstantTimeCompare([]byte(got), []byte(k)) == 1 {
+				caller = c
+			}
+		}
+		if caller == "" {
+			writeError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (E2B_API_KEY for the SDKs): one of the keys in the server's --e2b-key-file")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+	})
+}
+
+type callerKey struct{}
+
+func callerOf(r *http.Request) string {
+	c, _ := r.Context().Value(callerKey{}).(string)
+	return c
+}
+
+// newSandbox is the body of POST /v2/sandboxes.
+type newSandbox struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int64            `json:"timeout"`
+	Metadata            map[string]string `json:"metadata"`
+	EnvVars             map[string]string `json:"envVars"`
+	Secure              *bool             `json:"secure"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	Network             *network          `json:"network"`
+	AutoPause           *bool             `json:"autoPause"`
+	AutoPauseMemory     *bool             `json:"autoPauseMemory"`
+	AutoResume          *struct {
+		Enabled bool `json:"enabled"`
+	} `json:"autoResume"`
+	MCP          json.RawMessage `json:"mcp"`
+	VolumeMounts json.RawMessage `json:"volumeMounts"`
+	IAM          json.RawMessage `json:"iam"`
+}
+
+// network is E2B's network configuration of a sandbox.
+type network struct {
+	AllowOut           []string        `json:"allowOut"`
+	DenyOut            []string        `json:"denyOut"`
+	AllowPublicTraffic *bool           `json:"allowPublicTraffic"`
+	MaskRequestHost    json.RawMessage `json:"maskRequestHost"`
+	HTTPSPorts         json.RawMessage `json:"httpsPorts"`
+	Rules              json.RawMessage `json:"rules"`
+	EgressProxy        json.RawMessage `json:"egressProxy"`
+}
+
+// badField is a request boxer refuses, naming E2B's field.
+type badField struct{ field, msg string }
+
+func (e *badField) Error() string { return e.field + ": " + e.msg }
+
+func unsupported(field, why string) error {
+	return &badField{field, "is not supported by boxer: " + why}
+}
+
+// decode reads one JSON object, refusing fields E2B's API does not have.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			msg = strings.Trim(f, `"`) + ": unknown field: boxer does not support it (docs/e2b.md lists what it does)"
+		} else {
+			msg = "the body is not valid JSON for this call: " + msg
+		}
+		writeError(w, http.StatusBadRequest, msg)
+		return false
+	}
+	return true
+}
+
+// allowHosts turns E2B's network options into boxer's allowlist: internet
+// off unless asked (as boxer is, unlike E2B); "internet on" is the
+// operator's whole list; allowOut narrows it.
+func (s *Server) allowHosts(allowInternet *bool, n *network) ([]string, error) {
+	var out []string
+	if allowInternet != nil && *allowInternet {
+		if len(s.cfg.Max.AllowHosts) == 0 {
+			return nil, &badField{"allow_internet_access", "this server gives sandboxes no network (its operator set no --allow-hosts)"}
+		}
+		out = slices.Clone(s.cfg.Max.AllowHosts)
+	}
+	if n == nil {
+		return out, nil
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"network.maskRequestHost", n.MaskRequestHost}, {"network.httpsPorts", n.HTTPSPorts}, {"network.rules", n.Rules}, {"network.egressProxy", n.EgressProxy}} {
+		if len(f.raw) > 0 && string(f.raw) != "null" {
+			return nil, unsupported(f.name, "boxer's egress is an allowlist of hosts (network.allowOut)")
+		}
+	}
+	for _, d := range n.DenyOut {
+		if d != "0.0.0.0/0" {
+			return nil, unsupported("network.denyOut", "boxer denies everything network.allowOut does not allow; only 0.0.0.0/0 may be given")
+		}
+	}
+	if len(n.AllowOut) > 0 {
+		out = nil
+		for _, h := range n.AllowOut {
+			if h == "0.0.0.0/0" {
+				out = append(out, s.cfg.Max.AllowHosts...)
+				continue
+			}
+			out = append(out, h)
+		}
+		if len(out) == 0 {
+			return nil, &badField{"network.allowOut", "this server gives sandboxes no network (its operator set no --allow-hosts)"}
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var body newSandbox
+	if !s.decode(w, r, &body) {
+		return
+	}
+	sb, err := s.create(r.Context(), callerOf(r), body)
+	if err != nil {
+		s.answerError(w, "", err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.created(sb))
+}
+
+// create makes the session of a new sandbox.
+func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*sandbox, error) {
+	for _, f := range []struct {
+		name string
+		set  bool
+		why  string
+	}{
+		{"autoPause", body.AutoPause != nil && *body.AutoPause, "a sandbox ends at its timeout; pause it explicitly"},
+		{"autoPauseMemory", body.AutoPauseMemory != nil, "a sandbox ends at its timeout; pause it explicitly"},
+		{"autoResume", body.AutoResume != nil && body.AutoResume.Enabled, "a paused sandbox is resumed by connect"},
+		{"mcp", len(body.MCP) > 0 && string(body.MCP) != "null", "no MCP gateway runs in boxer's sandboxes"},
+		{"volumeMounts", len(body.VolumeMounts) > 0 && string(body.VolumeMounts) != "null" && string(body.VolumeMounts) != "[]", "boxer has no volumes"},
+		{"iam", len(body.IAM) > 0 && string(body.IAM) != "null", "boxer issues no workload identity tokens"},
+		{"secure", body.Secure != nil && !*body.Secure, "every boxer sandbox needs its access token"},
+	} {
+		if f.set {
+			return nil, unsupported(f.name, f.why)
+		}
+	}
+	tmpl := body.TemplateID
+	if tmpl == "" {
+		tmpl = "base"
+	}
+	lang, ok := templateLang(tmpl)
+	if !ok {
+		return nil, &badField{"templateID", fmt.Sprintf("no template %q here: boxer's templates are base, code-interpreter-v1 and its presets (%s)", tmpl, strings.Join(runner.PresetNames(), ", "))}
+	}
+	timeout := defaultTimeout
+	if body.Timeout != nil {
+		if *body.Timeout <= 0 {
+			return nil, &badField{"timeout", "must be a positive number of seconds"}
+		}
+		timeout = time.Duration(*body.Timeout) * time.Second
+	}
+	hosts, err := s.allowHosts(body.AllowInternetAccess, body.Network)
+	if err != nil {
+		return nil, err
+	}
+	env := make([]string, 0, len(body.EnvVars))
+	for k, v := range body.EnvVars {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	// E2B has no idle timeout: a sandbox lives until its timeout, which
+	// setTimeout moves.
+	maxLife := s.cfg.Sessions.Lifetime
+	if maxLife <= 0 {
+		maxLife = runner.DefaultMaxSessionLifetime
+	}
+	idle := maxLife
+	if s.cfg.Sessions.Idle > 0 {
+		idle = min(idle, s.cfg.Sessions.Idle)
+	}
+	req := runner.SessionRequest{
+		Request:  runner.Request{Lang: lang, Env: env, Runtime: s.cfg.Runtime, AllowHosts: hosts},
+		Idle:     idle,
+		Lifetime: timeout,
+		Caller:   caller,
+		Held:     true,
+	}
+	// The figures E2B reports (cpuCount, memoryMB, diskSizeMB) are the
+	// limits the session gets: the request's defaults within the caps.
+	limits, err := req.Request.NormalizeWithin(s.cfg.Max)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := s.runner.CreateSession(ctx, req, s.cfg.Max, s.cfg.Sessions)
+	if err != nil {
+		return nil, err
+	}
+	sb := &sandbox{
+		ID: sess.ID, Caller: caller, Template: tmpl, Lang: lang,
+		Env: body.EnvVars, Metadata: body.Metadata,
+		EnvdToken: token(), TrafficToken: token(),
+		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
+		Started: sess.CreatedAt, AllowHosts: hosts,
+		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
+	}
+	s.mu.Lock()
+	s.boxes[sb.ID] = sb
+	s.mu.Unlock()
+	return sb, nil
+}
+
+// created is E2B's Sandbox: what the SDKs connect with.
+func (s *Server) created(sb *sandbox) map[string]any {
+	out := map[string]any{
+		"templateID":         sb.Template,
+		"sandboxID":          sb.ID,
+		"clientID":           "boxer",
+		"envdVersion":        EnvdVersion,
+		"envdAccessToken":    sb.EnvdToken,
+		"trafficAccessToken": sb.TrafficToken,
+	}
+	if s.cfg.Domain != "" {
+		out["domain"] = s.cfg.Domain
+	}
+	return out
+}
+
+// find is a live sandbox of the caller: not found for another caller's,
+// as for one that never was.
+func (s *Server) find(ctx context.Context, caller, id string) (*sandbox, runner.Session, error) {
+	sb, ok := s.lookup(id)
+	if !ok || sb.Caller != caller {
+		return nil, runner.Session{}, runner.ErrSessionNotFound
+	}
+	sessions, err := s.runner.Sessions(ctx, caller)
+	if err != nil {
+		return nil, runner.Session{}, err
+	}
+	for _, sess := range sessions {
+		if sess.ID == id {
+			return sb, sess, nil
+		}
+	}
+	s.forget(id)
+	return nil, runner.Session{}, runner.ErrSessionNotFound
+}
+
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	delete(s.boxes, id)
+	s.mu.Unlock()
+}
+
+// listed is E2B's ListedSandbox (and, with network, SandboxDetail).
+func (s *Server) listed(sb *sandbox, sess runner.Session) map[string]any {
+	state := "running"
+	if sess.Paused {
+		state = "paused"
+	}
+	out := map[string]any{
+		"templateID":  sb.Template,
+		"sandboxID":   sb.ID,
+		"clientID":    "boxer",
+		"startedAt":   sess.CreatedAt.UTC().Format(time.RFC3339Nano),
+		"endAt":       sess.ExpiresAt.UTC().Format(time.RFC3339Nano),
+		"cpuCount":    sb.CPUs,
+		"memoryMB":    sb.MemoryMB,
+		"diskSizeMB":  sb.DiskMB,
+		"metadata":    orEmpty(sb.Metadata),
+		"state":       state,
+		"envdVersion": EnvdVersion,
+	}
+	if s.cfg.Domain != "" {
+		out["domain"] = s.cfg.Domain
+	}
+	return out
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	want, err := url.ParseQuery(q.Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "metadata: must be key=value pairs joined by &, URL-encoded: "+err.Error())
+		return
+	}
+	states := map[string]bool{}
+	for _, st := range q["state"] {
+		for _, v := range strings.Split(st, ",") {
+			if v != "running" && v != "paused" {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("state: must be running or paused, not %q", v))
+				return
+			}
+			states[v] = true
+		}
+	}
+	caller := callerOf(r)
+	sessions, err := s.runner.Sessions(r.Context(), caller)
+	if err != nil {
+		s.answerError(w, "", err)
+		return
+	}
+	out := []map[string]any{}
+	for _, sess := range sessions {
+		sb, ok := s.lookup(sess.ID)
+		if !ok || sb.Caller != caller {
+			continue
+		}
+		if t := q.Get("template"); t != "" && t != sb.Template {
+			continue
+		}
+		if !matches(sb.Metadata, want) {
+			continue
+		}
+		l := s.listed(sb, sess)
+		if len(states) > 0 && !states[l["state"].(string)] {
+			continue
+		}
+		out = append(out, l)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// matches: every key of want has one of its values in md.
+func matches(md map[string]string, want url.Values) bool {
+	for k, vs := range want {
+		if v, ok := md[k]; !ok || !slices.Contains(vs, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sb, sess, err := s.find(r.Context(), callerOf(r), id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	out := s.listed(sb, sess)
+	out["allowInternetAccess"] = len(sb.AllowHosts) > 0
+	out["network"] = map[string]any{"allowOut": orNone(sb.AllowHosts), "allowPublicTraffic": sb.Public}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func orNone(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sb, ok := s.lookup(id)
+	if !ok || sb.Caller != callerOf(r) {
+		s.answerError(w, id, runner.ErrSessionNotFound)
+		return
+	}
+	err := s.runner.RemoveSession(r.Context(), id, sb.Caller)
+	s.forget(id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// timeoutBody is the body of POST /sandboxes/{id}/timeout and of connect.
+type timeoutBody struct {
+	Timeout *int64 `json:"timeout"`
+	// Memory is connect's "resume from memory" (false: reboot).
+	Memory *bool `json:"memory"`
+}
+
+func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body timeoutBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	if body.Timeout == nil || *body.Timeout <= 0 {
+		writeError(w, http.StatusBadRequest, "timeout: must be a positive number of seconds")
+		return
+	}
+	if err := s.setTimeout(r.Context(), callerOf(r), id, *body.Timeout); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) setTimeout(ctx context.Context, caller, id string, seconds int64) error {
+	if _, _, err := s.find(ctx, caller, id); err != nil {
+		return err
+	}
+	_, err := s.runner.SetSessionTimeout(ctx, id, caller, time.Duration(seconds)*time.Second, s.cfg.Sessions)
+	return err
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body timeoutBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	if body.Memory != nil && !*body.Memory {
+		writeError(w, http.StatusBadRequest, "memory: "+"is not supported by boxer: a paused sandbox keeps its memory (false would reboot it)")
+		return
+	}
+	_, sess, err := s.find(r.Context(), callerOf(r), id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	if sess.Paused {
+		writeError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is already paused", id))
+		return
+	}
+	if _, err := s.runner.PauseSession(r.Context(), id, callerOf(r)); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleConnect resumes a paused sandbox (or finds a running one) and
+// answers as create does, so the SDK connects to it.
+func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
+	id, caller := r.PathValue("id"), callerOf(r)
+	var body timeoutBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	if body.Memory != nil && !*body.Memory {
+		writeError(w, http.StatusBadRequest, "memory: is not supported by boxer: a sandbox resumes from memory (a reboot is a new sandbox)")
+		return
+	}
+	sb, sess, err := s.find(r.Context(), caller, id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	code := http.StatusOK
+	if sess.Paused {
+		if _, err := s.runner.ResumeSession(r.Context(), id, caller); err != nil {
+			s.answerError(w, id, err)
+			return
+		}
+		code = http.StatusCreated
+	}
+	if body.Timeout != nil && *body.Timeout > 0 {
+		if err := s.setTimeout(r.Context(), caller, id, *body.Timeout); err != nil {
+			s.answerError(w, id, err)
+			return
+		}
+	}
+	writeJSON(w, code, s.created(sb))
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	id, caller := r.PathValue("id"), callerOf(r)
+	sb, _, err := s.find(r.Context(), caller, id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	st, err := s.runner.SessionStats(r.Context(), id, caller)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	// CPU use is the average since the sandbox started, of its CPUs.
+	pct := 0.0
+	if el := st.At.Sub(sb.Started).Seconds(); el > 0 && sb.CPUs > 0 {
+		pct = 100 * st.CPUTimeMs / 1000 / el / sb.CPUs
+	}
+	writeJSON(w, http.StatusOK, []map[string]any{{
+		"timestamp":     st.At.UTC().Format(time.RFC3339Nano),
+		"timestampUnix": st.At.Unix(),
+		"cpuCount":      sb.CPUs,
+		"cpuUsedPct":    pct,
+		"memUsed":       st.MemoryBytes,
+		"memTotal":      st.MemoryLimitBytes,
+		"diskUsed":      st.DiskUsedBytes,
+		"diskTotal":     st.DiskLimitBytes,
+	}})
+}
+
+// handleNetwork replaces a live sandbox's allowlist (updateNetwork),
+// within the operator's list.
+func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
+	id, caller := r.PathValue("id"), callerOf(r)
+	var body struct {
+		network
+		AllowInternetAccess *bool `json:"allow_internet_access"`
+	}
+	if !s.decode(w, r, &body) {
+		return
+	}
+	sb, _, err := s.find(r.Context(), caller, id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	hosts, err := s.allowHosts(body.AllowInternetAccess, &body.network)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	if len(sb.AllowHosts) == 0 {
+		writeError(w, http.StatusBadRequest, "network: sandbox "+id+" was made without network; boxer cannot give it one later (make it with network.allowOut)")
+		return
+	}
+	if _, err := s.runner.SetSessionAllow(r.Context(), id, caller, hosts, s.cfg.Max); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	s.mu.Lock()
+	sb.AllowHosts = hosts
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// answerError answers a control-plane error with E2B's status codes.
+func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
+	var bf *badField
+	var fe *runner.FieldError
+	var le *runner.SessionLimitError
+	switch {
+	case errors.As(err, &bf):
+		writeError(w, http.StatusBadRequest, bf.Error())
+	case errors.Is(err, runner.ErrSessionNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, e2bField(fe.Field)+": "+fe.Message)
+	case errors.As(err, &le):
+		writeError(w, http.StatusTooManyRequests, le.Error())
+	case errors.Is(err, runner.ErrSessionPaused):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// e2bField names a runner field as E2B's API does.
+func e2bField(f string) string {
+	switch f {
+	case runner.FieldAllowHosts:
+		return "network.allowOut"
+	case runner.FieldLifetime:
+		return "timeout"
+	case runner.FieldEnv:
+		return "envVars"
+	case runner.FieldLang:
+		return "templateID"
+	}
+	return f
 }

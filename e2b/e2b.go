@@ -122,6 +122,8 @@ type sandbox struct {
 	CPUs                    float64
 	MemoryMB                int64
 	DiskMB                  int64
+	// AllowHosts is its allowlist (empty: no network).
+	AllowHosts []string
 }
 
 // New returns a server making sandboxes on r.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -58,6 +59,7 @@ loopback needs --token-file. SIGTERM lets runs in flight finish
 	cmd.Flags = append(cmd.Flags, operatorFileFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSessionFlags()...)
+	cmd.Flags = append(cmd.Flags, e2bFlags()...)
 	return cmd
 }
 
@@ -132,6 +134,17 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defer ln.Close()
+	tlsCfg, err := tlsConfig(c)
+	if err != nil {
+		return err
+	}
+	e2bLn, e2bKeyList, err := e2bListen(c)
+	if err != nil {
+		return err
+	}
+	if e2bLn != nil {
+		defer e2bLn.Close()
+	}
 
 	shims, err := shimOptions(c)
 	if err != nil {
@@ -160,9 +173,27 @@ func serveAction(c *cli.Context) error {
 	if err := startWarm(c, r, cfg.Max); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)
-	errc := make(chan error, 1)
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme, hs.TLSConfig = "https", tlsCfg
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	fmt.Fprintf(os.Stderr, "boxer: serving on %s://%s (concurrency %d, queue %d)\n", scheme, ln.Addr(), cfg.Concurrency, cfg.Queue)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	var es *http.Server
+	if e2bLn != nil {
+		if es, err = e2bHTTPServer(c, r, cfg, e2bKeyList); err != nil {
+			return err
+		}
+		if tlsCfg != nil {
+			es.TLSConfig = tlsCfg
+			e2bLn = tls.NewListener(e2bLn, tlsCfg)
+		}
+		fmt.Fprintf(os.Stderr, "boxer: serving E2B's API on %s://%s (%d keys)\n", scheme, e2bLn.Addr(), len(e2bKeyList))
+		go func() { errc <- es.Serve(e2bLn) }()
+		defer es.Close()
+	}
 	select {
 	case err := <-errc:
 		return fail("serving: %v", err)
@@ -176,6 +207,9 @@ func serveAction(c *cli.Context) error {
 	defer cancel()
 	shut := make(chan struct{})
 	go func() {
+		if es != nil {
+			_ = es.Shutdown(ctx)
+		}
 		_ = hs.Shutdown(ctx)
 		close(shut)
 	}()

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/boxer-dev/boxer/e2b"
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/boxer-dev/boxer/server"
+	"github.com/urfave/cli/v2"
+)
+
+// E2B's API beside boxer's (docs/e2b.md): its own listener and keys, the
+// same runner, caps and sessions.
+
+func e2bFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "e2b-listen", Usage: "also serve E2B's API (control plane, envd, code interpreter, ports) on `ADDR`, for E2B's SDKs"},
+		&cli.StringFlag{Name: "e2b-key-file", Usage: "E2B API keys (e2b_<hex>, one per line) accepted on --e2b-listen, in `FILE`; each a caller of its own"},
+		&cli.StringFlag{Name: "e2b-domain", Usage: "route <port>-<sandboxID>.`DOMAIN` host names to sandboxes (E2B_DOMAIN for the SDKs; a wildcard DNS name and certificate)"},
+		&cli.StringFlag{Name: "tls-cert", Usage: "serve HTTPS with the certificate chain in `FILE` (PEM; with --tls-key)"},
+		&cli.StringFlag{Name: "tls-key", Usage: "the private key of --tls-cert, in `FILE` (PEM)"},
+	}
+}
+
+// tlsConfig reads --tls-cert and --tls-key; nil without them.
+func tlsConfig(c *cli.Context) (*tls.Config, error) {
+	cert, key := c.String("tls-cert"), c.String("tls-key")
+	if cert == "" && key == "" {
+		return nil, nil
+	}
+	if cert == "" || key == "" {
+		return nil, fail("--tls-cert and --tls-key go together: give both")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, fail("--tls-cert %s, --tls-key %s: %v", cert, key, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// e2bKeys reads --e2b-key-file.
+func e2bKeys(p string) ([]string, error) {
+	if p == "" {
+		return nil, fail("--e2b-listen needs --e2b-key-file: E2B's SDKs always send an API key, and boxer checks it")
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fail("--e2b-key-file: %v", err)
+	}
+	var keys []string
+	for _, line := range strings.Split(string(data), "\n") {
+		k := strings.TrimSpace(line)
+		if k == "" || strings.HasPrefix(k, "#") {
+			continue
+		}
+		if err := e2b.CheckKey(k); err != nil {
+			return nil, fail("--e2b-key-file %s: %v", p, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, fail("--e2b-key-file %s: no key in it", p)
+	}
+	return keys, nil
+}
+
+// e2bServer makes the E2B listener's server, or nil without --e2b-listen;
+// its listener is opened at once, so a port in use is said before set-up.
+func e2bListen(c *cli.Context) (net.Listener, []string, error) {
+	addr := c.String("e2b-listen")
+	if addr == "" {
+		for _, f := range []string{"e2b-key-file", "e2b-domain"} {
+			if c.IsSet(f) {
+				return nil, nil, fail("--%s is for --e2b-listen: give that too", f)
+			}
+		}
+		return nil, nil, nil
+	}
+	keys, err := e2bKeys(c.String("e2b-key-file"))
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fail("--e2b-listen %s: %v", addr, err)
+	}
+	return ln, keys, nil
+}
+
+// e2bHTTPServer serves E2B's API on r with the boxer server's caps.
+func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []string) (*http.Server, error) {
+	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody})
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	return &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, nil
+}
