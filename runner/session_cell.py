@@ -11,6 +11,7 @@ import asyncio
 import base64
 import importlib.abc
 import inspect
+import io
 import json
 import linecache
 import os
@@ -101,6 +102,10 @@ class Cells:
         saved = {k: os.environ.get(k) for k in spec.get("env") or {}}
         os.environ.update(spec.get("env") or {})
         here = os.getcwd()
+        # Output by the line, as a notebook's streams come, rather than by
+        # the write (print's every argument).
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)
         self.pending = []
         status = 0
         try:
@@ -229,7 +234,6 @@ def close_figure(fig):
 def result_record(obj, main):
     data = {"text/plain": repr(obj)}
     if is_figure(obj):
-        import io
         buf = io.BytesIO()
         # The figure's own size and dpi: figsize x dpi pixels.
         obj.savefig(buf, format="png")
