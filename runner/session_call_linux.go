@@ -82,7 +82,7 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 		return res, err
 	}
 	if call.Cell != nil {
-		if err := call.Cell.check(req.Lang); err != nil {
+		if err := call.Cell.check(req.Lang, interpreted(req.Lang)); err != nil {
 			return res, err
 		}
 	}

@@ -83,9 +83,10 @@ type cellSpec struct {
 	Env       map[string]string `json:"env,omitempty"`
 }
 
-// check refuses a cell the interpreter could not run.
-func (c *Cell) check(lang string) error {
-	if !interpreted(lang) {
+// check refuses a cell the interpreter could not run; interpreter tells
+// a session of lang that has one.
+func (c *Cell) check(lang string, interpreter bool) error {
+	if !interpreter {
 		return fieldErr(FieldLang, "%q has no interpreter that keeps state: cells need a python or python-data session", lang)
 	}
 	switch c.Op {

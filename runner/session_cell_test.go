@@ -45,7 +45,7 @@ func TestCellCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cell.check(tc.lang)
+			err := tc.cell.check(tc.lang, tc.lang != "bash")
 			if (tc.says == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("check = %v, want %q", err, tc.says)
 			}
