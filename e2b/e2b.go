@@ -99,6 +99,8 @@ type Server struct {
 	// boxes are the sandboxes made through this server, by ID: what E2B
 	// keeps beside the session (metadata, tokens, env vars).
 	boxes map[string]*sandbox
+	// interp holds the code interpreter's contexts (interp.go).
+	interp interpreters
 }
 
 // sandbox is E2B's view of one session.

@@ -1,9 +1,369 @@
 package e2b
 
-import "net/http"
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner"
+)
+
+// The code interpreter (port 49999 of E2B's code-interpreter template) is
+// served on the sandbox's python session interpreter: each E2B context is
+// a runner.Cell context of it, a namespace, a working directory and an
+// execution count of its own; the default context is the session's own
+// namespace, the one plain session calls share.
+const (
+	// interpMaxBody bounds a request body (a cell's code).
+	interpMaxBody = 16 << 20
+	// interpCellTimeout bounds a cell when the operator sets no maximum:
+	// E2B's cells have no timeout of the server's, only the client's,
+	// which ends the request.
+	interpCellTimeout = time.Hour
+	// interpOpTimeout bounds making, restarting and removing a context.
+	interpOpTimeout = 30 * time.Second
+	// defaultCwd is where E2B's contexts start.
+	defaultCwd = "/home/user"
+)
+
+// codeContext is E2B's Context.
+type codeContext struct {
+	ID       string `json:"id"`
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+}
+
+// interpreters holds each sandbox's contexts, the default one first.
+type interpreters struct {
+	mu        sync.Mutex
+	bySandbox map[string][]codeContext
+}
+
+// contexts returns sb's contexts, made with its default one on first use.
+// Sandboxes that are gone are forgotten then.
+func (s *Server) contexts(sb *sandbox) []codeContext {
+	in := &s.interp
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if list, ok := in.bySandbox[sb.ID]; ok {
+		return list
+	}
+	if in.bySandbox == nil {
+		in.bySandbox = map[string][]codeContext{}
+	}
+	for id := range in.bySandbox {
+		if _, ok := s.lookup(id); !ok {
+			delete(in.bySandbox, id)
+		}
+	}
+	list := []codeContext{{ID: newUUID(), Language: "python", Cwd: defaultCwd}}
+	in.bySandbox[sb.ID] = list
+	return list
+}
+
+// findContext finds one of sb's contexts; the driver's name for it is ""
+// for the default one.
+func (s *Server) findContext(sb *sandbox, id string) (c codeContext, driver string, ok bool) {
+	for i, c := range s.contexts(sb) {
+		if c.ID == id {
+			if i == 0 {
+				return c, "", true
+			}
+			return c, c.ID, true
+		}
+	}
+	return codeContext{}, "", false
+}
+
+// setContexts changes sb's list of contexts.
+func (s *Server) setContexts(sb *sandbox, change func([]codeContext) []codeContext) {
+	list := s.contexts(sb)
+	s.interp.mu.Lock()
+	defer s.interp.mu.Unlock()
+	if cur, ok := s.interp.bySandbox[sb.ID]; ok {
+		list = cur
+	}
+	s.interp.bySandbox[sb.ID] = change(append([]codeContext(nil), list...))
+}
 
 // interpreterHandler serves the code interpreter (port 49999): /execute
 // and /contexts on the sandbox's python interpreter.
 func (s *Server) interpreterHandler() http.Handler {
-	return http.NotFoundHandler()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, "OK") })
+	mux.HandleFunc("POST /execute", s.execute)
+	mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.contexts(sandboxFrom(r.Context())))
+	})
+	mux.HandleFunc("POST /contexts", s.createContext)
+	mux.HandleFunc("DELETE /contexts/{id}", s.removeContext)
+	mux.HandleFunc("POST /contexts/{id}/restart", s.restartContext)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%s %s: the code interpreter serves POST /execute, GET and POST /contexts, DELETE /contexts/{id} and POST /contexts/{id}/restart", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// executeRequest is E2B's ExecutionRequest.
+type executeRequest struct {
+	Code      *string           `json:"code"`
+	ContextID string            `json:"context_id"`
+	Language  string            `json:"language"`
+	EnvVars   map[string]string `json:"env_vars"`
+}
+
+// execute runs a cell and streams its events.
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxFrom(r.Context())
+	var req executeRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Code == nil {
+		writeError(w, http.StatusBadRequest, "code is required: the python code to run")
+		return
+	}
+	if req.ContextID != "" && req.Language != "" {
+		writeError(w, http.StatusBadRequest, "context_id and language: give one of them, not both (a context has its language)")
+		return
+	}
+	if err := checkLanguage(req.Language); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := checkEnv(req.EnvVars); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	c, driver, ok := s.contexts(sb)[0], "", true
+	if req.ContextID != "" {
+		c, driver, ok = s.findContext(sb, req.ContextID)
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s: make one with POST /contexts (createCodeContext)", req.ContextID, sb.ID))
+		return
+	}
+	// A cell may run far longer than the listener's write timeout.
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stream := newExecStream(w, cancel)
+	stop := make(chan struct{})
+	defer close(stop)
+	go stream.keepalive(stop)
+	call := runner.SessionCall{
+		Code:    []byte(*req.Code),
+		Timeout: s.cellTimeout(),
+		Stdout:  output{e: stream, kind: "stdout"},
+		Stderr:  output{e: stream, kind: "stderr", tail: 1},
+		Cell: &runner.Cell{
+			Context:   driver,
+			Cwd:       c.Cwd,
+			GlobalEnv: sb.Env,
+			Env:       req.EnvVars,
+			Record:    stream.record,
+		},
+	}
+	res, err := s.runner.RunInSession(ctx, sb.ID, sb.Caller, call, s.cfg.Max)
+	stream.flush()
+	if errors.Is(err, runner.ErrInterrupted) && ctx.Err() != nil {
+		return // the client went away: nobody reads what would follow
+	}
+	if err != nil && !stream.begun() {
+		writeRunnerError(w, sb, err)
+		return
+	}
+	if err != nil || res.SessionEnded != "" {
+		msg := res.Error
+		if msg == "" && err != nil {
+			msg = err.Error()
+		}
+		stream.send(map[string]any{"type": "error", "name": "SandboxError", "value": msg, "traceback": ""})
+	}
+	stream.send(map[string]any{"type": "end_of_execution"})
+}
+
+// cellTimeout is a cell's timeout: the operator's maximum, if any.
+func (s *Server) cellTimeout() time.Duration {
+	if s.cfg.Max.Timeout > 0 {
+		return s.cfg.Max.Timeout
+	}
+	return interpCellTimeout
+}
+
+// createRequest is E2B's CreateContext.
+type createRequest struct {
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+}
+
+func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxFrom(r.Context())
+	var req createRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if err := checkLanguage(req.Language); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.Cwd == "" {
+		req.Cwd = defaultCwd
+	}
+	if !strings.HasPrefix(req.Cwd, "/") {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("cwd must be an absolute path in the sandbox, not %q", req.Cwd))
+		return
+	}
+	c := codeContext{ID: newUUID(), Language: "python", Cwd: req.Cwd}
+	failed, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellCreate, Context: c.ID, Cwd: c.Cwd})
+	if err != nil {
+		writeRunnerError(w, sb, err)
+		return
+	}
+	if failed != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("cwd %s: %s", req.Cwd, failed.Value))
+		return
+	}
+	s.setContexts(sb, func(list []codeContext) []codeContext { return append(list, c) })
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxFrom(r.Context())
+	id := r.PathValue("id")
+	_, driver, ok := s.findContext(sb, id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s", id, sb.ID))
+		return
+	}
+	if driver == "" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("context %s is the sandbox's default context, which cannot be removed: restart it to empty it", id))
+		return
+	}
+	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellDrop, Context: driver}); err != nil {
+		writeRunnerError(w, sb, err)
+		return
+	}
+	s.setContexts(sb, func(list []codeContext) []codeContext {
+		for i, c := range list {
+			if c.ID == id {
+				return append(list[:i], list[i+1:]...)
+			}
+		}
+		return list
+	})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) {
+	sb := sandboxFrom(r.Context())
+	id := r.PathValue("id")
+	c, driver, ok := s.findContext(sb, id)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s", id, sb.ID))
+		return
+	}
+	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellReset, Context: driver, Cwd: c.Cwd}); err != nil {
+		writeRunnerError(w, sb, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// contextOp runs a cell operation that runs no code; failed is the error
+// record the interpreter answered with, if any.
+func (s *Server) contextOp(ctx context.Context, sb *sandbox, cell runner.Cell) (failed *runner.CellRecord, err error) {
+	cell.Record = func(rec runner.CellRecord) {
+		if rec.Kind == "error" {
+			failed = &rec
+		}
+	}
+	var stderr bytes.Buffer
+	res, err := s.runner.RunInSession(ctx, sb.ID, sb.Caller, runner.SessionCall{Timeout: interpOpTimeout, Stderr: &stderr, Cell: &cell}, s.cfg.Max)
+	if err == nil && res.SessionEnded != "" {
+		err = errors.New(res.Error)
+	}
+	if err == nil && failed == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("the sandbox's interpreter failed (exit status %d): %s", res.ExitCode, strings.TrimSpace(stderr.String()))
+	}
+	return failed, err
+}
+
+// checkLanguage refuses a language other than python, the only one the
+// session's interpreter runs.
+func checkLanguage(lang string) error {
+	switch strings.ToLower(strings.TrimSpace(lang)) {
+	case "", "python":
+		return nil
+	}
+	return fmt.Errorf("language %q is not available: boxer's code interpreter runs python only (leave language out, or use python)", lang)
+}
+
+// checkEnv refuses variables the interpreter cannot set.
+func checkEnv(env map[string]string) error {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("env_vars: %q: a variable's name must not be empty or hold '=' or NUL, its value must not hold NUL", k)
+		}
+	}
+	return nil
+}
+
+// decodeBody reads a JSON body into v, refusing unknown fields by name;
+// false means it answered.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, interpMaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d MiB", interpMaxBody>>20))
+		} else {
+			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return false
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "the request body: "+strings.TrimPrefix(err.Error(), "json: "))
+		return false
+	}
+	return true
+}
+
+// writeRunnerError answers a call that did not run.
+func writeRunnerError(w http.ResponseWriter, sb *sandbox, err error) {
+	var fe *runner.FieldError
+	var paused *runner.SessionPausedError
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, fe.Error())
+	case errors.As(err, &paused):
+		writeError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is paused: resume it (Sandbox.connect) first", sb.ID))
+	case errors.Is(err, runner.ErrSessionNotFound):
+		writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": sb.ID, "message": err.Error(), "code": http.StatusBadGateway})
+	default:
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// newUUID makes a random (version 4) UUID, the form of E2B's context IDs.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

@@ -102,6 +102,9 @@ type SessionCall struct {
 	// Stdout and Stderr receive the output as it comes.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Cell, if set, runs the call as a code interpreter's cell
+	// (session_cell.go).
+	Cell *Cell
 }
 
 // ErrSessionNotFound is returned for a session that does not exist, or

@@ -81,6 +81,11 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 	if call, err = call.normalize(req, max); err != nil {
 		return res, err
 	}
+	if call.Cell != nil {
+		if err := call.Cell.check(req.Lang, interpreted(req.Lang)); err != nil {
+			return res, err
+		}
+	}
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return res, err
@@ -108,9 +113,16 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	if err != nil {
 		return res, err
 	}
-	name := fmt.Sprintf("call-%d%s", n, path.Ext(p.File))
+	name, code := fmt.Sprintf("call-%d%s", n, path.Ext(p.File)), call.Code
+	if call.Cell != nil {
+		// The driver reads a cell's code and context from a file of its own.
+		name = fmt.Sprintf("call-%d.json", n)
+		if code, err = call.Cell.spec(call.Code); err != nil {
+			return res, err
+		}
+	}
 	codeFile := filepath.Join(s.runDir, "code", name)
-	if err := os.WriteFile(codeFile, call.Code, 0o644); err != nil {
+	if err := os.WriteFile(codeFile, code, 0o644); err != nil {
 		return res, fmt.Errorf("writing code: %w", err)
 	}
 	defer os.Remove(codeFile)

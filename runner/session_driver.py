@@ -5,8 +5,13 @@
 # on fd 0 and go out on fd 1 (runner/session_wire_linux.go has the
 # format); fd 2 is fd 0's own FIFO, which the driver holds open and never
 # writes, so that the FIFO keeps a writer and fd 0 never reads an end
-# between two callers.
+# between two callers. A "cell" frame runs a code interpreter's cell
+# (session_cell.py, delivered beside this file): its results and error
+# come back as "rec" frames, JSON lines, before its exit frame.
+import contextlib
+import importlib.util
 import io
+import json
 import os
 import queue
 import signal
@@ -77,14 +82,14 @@ def reader(wire, calls):
     this thread fills from the call's "in" frames."""
     stdins = {}
     for kind, call, data in wire.frames():
-        if kind == b"run":
+        if kind in (b"run", b"cell"):
             # A caller that died mid-call sent no "eof": its calls' input
             # ends with the next call.
             for old in [c for c in stdins if c < call]:
                 os.close(stdins.pop(old))
             r, w = os.pipe()
             stdins[call] = w
-            calls.put((call, data.decode("ascii", "replace"), r))
+            calls.put((call, data.decode("ascii", "replace"), r, kind == b"cell"))
         elif kind in (b"in", b"eof") and call in stdins:
             w = stdins[call]
             try:
@@ -111,17 +116,26 @@ def pump(wire, fd, kind, call):
         os.close(fd)
 
 
-def run(name, ns):
-    """Runs /code/NAME in ns; returns its exit status."""
-    with open(os.path.join("/code", name), encoding="utf-8") as f:
-        source = f.read()
-    # SIGINT (boxer's interrupt at the call's timeout) is let through only
-    # while the call's code runs; one that came late is dropped first.
+@contextlib.contextmanager
+def interruptible():
+    """Lets SIGINT (boxer's interrupt at the call's timeout) through only
+    while the call's code runs; one that came late is dropped first."""
     while signal.SIGINT in signal.sigpending():
         signal.sigwait(SIGINT)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGINT)
     try:
-        exec(compile(source, "<call %s>" % name.split("-")[1].split(".")[0], "exec"), ns)
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGINT)
+
+
+def run(name, ns):
+    """Runs /code/NAME in ns; returns its exit status."""
+    with open(os.path.join("/code", name), encoding="utf-8") as f:
+        source = f.read()
+    try:
+        with interruptible():
+            exec(compile(source, "<call %s>" % number(name), "exec"), ns)
         return 0
     except SystemExit as e:
         return status_of(e)
@@ -129,12 +143,34 @@ def run(name, ns):
         # The traceback starts at the call's code, not here.
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
         return 130 if isinstance(e, KeyboardInterrupt) else 1
-    finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, SIGINT)
 
 
-def serve(wire, call, name, stdin, ns):
-    """Runs one call with its own streams, then sends its exit frame."""
+def number(name):
+    return name.split("-")[1].split(".")[0]
+
+
+CELLS = []
+
+
+def cells(ns):
+    """The code interpreter's cells, loaded on the first one."""
+    if not CELLS:
+        spec = importlib.util.spec_from_file_location("boxer_cell", "/code/.boxer-cell.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        CELLS.append(module.Cells(ns))
+    return CELLS[0]
+
+
+def send_record(wire, call, rec):
+    data = json.dumps(rec).encode() + b"\n"
+    for i in range(0, len(data), CHUNK):
+        wire.send(b"rec", call, data[i:i + CHUNK])
+
+
+def serve(wire, call, name, stdin, ns, cell):
+    """Runs one call with its own streams, then sends its exit frame; a
+    cell's records go after its output."""
     if not name.startswith("call-") or "/" in name:
         os.close(stdin)
         wire.send(b"exit", call, b"1")
@@ -151,8 +187,19 @@ def serve(wire, call, name, stdin, ns):
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True)
+    later = []
+
+    def emit(rec, now):
+        if now:
+            send_record(wire, call, rec)
+        else:
+            later.append(rec)
+
     try:
-        status = run(name, ns)
+        if cell:
+            status = cells(ns).run(name, int(number(name)), emit, interruptible)
+        else:
+            status = run(name, ns)
     except BaseException:
         traceback.print_exc()
         status = 1
@@ -167,6 +214,8 @@ def serve(wire, call, name, stdin, ns):
     os.close(null)
     for p in pumps:
         p.join(DRAIN)
+    for rec in later:
+        send_record(wire, call, rec)
     wire.send(b"exit", call, b"%d" % status)
 
 
@@ -184,9 +233,9 @@ def main():
     sys.path[0] = "/workspace"
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     while True:
-        call, name, stdin = calls.get()
+        call, name, stdin, cell = calls.get()
         try:
-            serve(wire, call, name, stdin, ns)
+            serve(wire, call, name, stdin, ns, cell)
         except BaseException:
             # The wire broke (boxer reads no more): the next caller ends
             # the session when it finds the interpreter gone.

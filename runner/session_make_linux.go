@@ -244,7 +244,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 		support = map[string]string{}
 	}
 	if interpreted(sb.req.Lang) {
-		support[driverFile] = sessionDriver
+		support[driverFile], support[cellFile] = sessionDriver, sessionCell
 	}
 	for name, content := range support {
 		if err := os.WriteFile(filepath.Join(sb.dirs.Code, name), []byte(content), 0o644); err != nil {

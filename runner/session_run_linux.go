@@ -35,7 +35,13 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 		return end, err
 	}
 	defer w.Close()
-	if err := w.send("run", n, []byte(name)); err != nil {
+	kind := "run"
+	var records *cellRecords
+	if call.Cell != nil {
+		kind = "cell"
+		records = &cellRecords{cell: call.Cell, warn: func(s string) { _, _ = io.WriteString(stderr, s) }}
+	}
+	if err := w.send(kind, n, []byte(name)); err != nil {
 		return end, nil
 	}
 	go func() {
@@ -62,6 +68,8 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 					_, _ = stdout.Write(f.data)
 				case f.kind == "err":
 					_, _ = stderr.Write(f.data)
+				case f.kind == "rec" && records != nil:
+					records.write(f.data)
 				case f.kind == "exit":
 					code, err := strconv.ParseUint(string(f.data), 10, 8)
 					if err != nil {

@@ -1,0 +1,284 @@
+# boxer's code-interpreter cells (docs/e2b.md, "Code interpreter"): what
+# the session driver runs for a "cell" frame, as a notebook kernel would.
+# A cell runs in a context (a namespace and a working directory of its
+# own; "" is the session's own namespace, which plain calls share), and
+# reports typed records beside its output: the execution count, the value
+# of its last expression and the matplotlib figures it left open, each in
+# several formats, and its exception. The driver loads this file from /code
+# on the first cell only; runner/session_cell_linux.go reads the records.
+import ast
+import asyncio
+import base64
+import importlib.abc
+import inspect
+import io
+import json
+import linecache
+import os
+import sys
+import traceback
+
+# Formats read from an object's _repr_*_ methods, as IPython's display does;
+# binary ones come back as base64.
+FORMATS = [
+    ("text/html", "_repr_html_", False),
+    ("text/markdown", "_repr_markdown_", False),
+    ("image/svg+xml", "_repr_svg_", False),
+    ("image/png", "_repr_png_", True),
+    ("image/jpeg", "_repr_jpeg_", True),
+    ("application/pdf", "_repr_pdf_", True),
+    ("text/latex", "_repr_latex_", False),
+    ("application/json", "_repr_json_", False),
+    ("application/javascript", "_repr_javascript_", False),
+]
+
+HERE = os.path.abspath(__file__)
+
+
+class Context:
+    def __init__(self, ns, cwd):
+        self.ns, self.cwd, self.count = ns, cwd, 0
+
+
+class Cells:
+    """The contexts of one interpreter, and the cell running now."""
+
+    def __init__(self, session_ns):
+        self.session_ns = session_ns
+        self.contexts = {}
+        self.pending = None  # the records of the cell running now
+        self.loop = None
+        sys.meta_path.insert(0, PyplotHook(self))
+        if "matplotlib.pyplot" in sys.modules:
+            self.patch_pyplot(sys.modules["matplotlib.pyplot"])
+
+    def fresh(self, ns):
+        ns.clear()
+        ns.update(__name__="__main__", __builtins__=__builtins__, display=self.display)
+        return ns
+
+    def context(self, spec):
+        cid = spec.get("context", "")
+        ctx = self.contexts.get(cid)
+        if ctx is None:
+            ns = self.session_ns if cid == "" else self.fresh({})
+            ns.setdefault("display", self.display)
+            ctx = self.contexts[cid] = Context(ns, spec.get("cwd") or os.getcwd())
+        return ctx
+
+    def run(self, name, call, emit, interruptible):
+        """Runs the cell /code/NAME; emit(record, now) sends a record at once
+        or after the cell's output. Returns the call's exit status."""
+        with open(os.path.join("/code", name), encoding="utf-8") as f:
+            spec = json.load(f)
+        op = spec.get("op")
+        cid = spec.get("context", "")
+        if op == "create":
+            cwd = spec.get("cwd", "")
+            if not os.path.isdir(cwd):
+                emit({"kind": "error", "name": "FileNotFoundError", "value": "no directory %s in the sandbox" % cwd, "traceback": ""}, False)
+                return 1
+            self.contexts.pop(cid, None)
+            self.context(spec)
+            return 0
+        if op == "reset":
+            old = self.contexts.pop(cid, None)
+            if cid == "":
+                self.fresh(self.session_ns)
+            if old is not None:
+                self.context(dict(spec, cwd=spec.get("cwd") or old.cwd))
+            return 0
+        if op == "drop":
+            self.contexts.pop(cid, None)
+            return 0
+        if op != "exec":
+            emit({"kind": "error", "name": "ValueError", "value": "unknown cell operation %r" % op, "traceback": ""}, False)
+            return 1
+        ctx = self.context(spec)
+        ctx.count += 1
+        emit({"kind": "count", "count": ctx.count}, True)
+        for k, v in (spec.get("global_env") or {}).items():
+            os.environ[k] = v
+        saved = {k: os.environ.get(k) for k in spec.get("env") or {}}
+        os.environ.update(spec.get("env") or {})
+        here = os.getcwd()
+        # Output by the line, as a notebook's streams come, rather than by
+        # the write (print's every argument).
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True)
+        self.pending = []
+        status = 0
+        try:
+            try:
+                with interruptible():
+                    os.chdir(ctx.cwd)
+                    self.execute(spec.get("code", ""), "<cell %d>" % call, ctx)
+            except BaseException as e:
+                status = 130 if isinstance(e, KeyboardInterrupt) else 1
+                self.pending.append(error_record(e))
+            try:
+                ctx.cwd = os.getcwd()
+            except OSError:
+                pass
+        finally:
+            os.chdir(here)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            records, self.pending = self.pending, None
+            for rec in records:
+                emit(rec, False)
+        return status
+
+    def execute(self, source, filename, ctx):
+        # The cell's lines in its tracebacks, as a file's would be.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = ast.parse(source, filename)
+        last = None
+        # A last expression's value is the cell's result, unless a ';'
+        # silences it (as in a notebook).
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and not source.rstrip().endswith(";"):
+            last = ast.Expression(tree.body.pop().value)
+        try:
+            self.evaluate(compile(tree, filename, "exec", flags=flags), ctx.ns)
+            if last is not None:
+                value = self.evaluate(compile(last, filename, "eval", flags=flags), ctx.ns)
+                if value is not None:
+                    ctx.ns["_"] = value
+                    self.pending.append(result_record(value, True))
+                    if is_figure(value):
+                        close_figure(value)
+        finally:
+            self.flush_figures()
+
+    def evaluate(self, code, ns):
+        value = eval(code, ns)
+        if code.co_flags & inspect.CO_COROUTINE:
+            # A cell with a top-level await: one event loop for the
+            # interpreter's life, as a notebook kernel has.
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+            value = self.loop.run_until_complete(value)
+        return value
+
+    def display(self, *objs):
+        """Shows objects as results of the cell (IPython's display)."""
+        for obj in objs:
+            rec = result_record(obj, False)
+            if self.pending is None:
+                print(rec["data"].get("text/plain", ""))
+            else:
+                self.pending.append(rec)
+
+    def flush_figures(self):
+        """Shows the figures left open as results, then closes them (as
+        IPython's inline backend does after each cell)."""
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None or self.pending is None:
+            return
+        for num in plt.get_fignums():
+            self.pending.append(result_record(plt.figure(num), False))
+        plt.close("all")
+
+    def patch_pyplot(self, plt):
+        show = plt.show
+
+        def cell_show(*args, **kwargs):
+            if self.pending is None:
+                return show(*args, **kwargs)
+            self.flush_figures()
+
+        plt.show = cell_show
+
+
+class PyplotHook(importlib.abc.MetaPathFinder):
+    """Makes plt.show() in a cell show its figures, once pyplot is imported."""
+
+    def __init__(self, cells):
+        self.cells = cells
+
+    def find_spec(self, name, path, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                break
+        else:
+            return None
+        exec_module = spec.loader.exec_module
+
+        def patched(module):
+            exec_module(module)
+            self.cells.patch_pyplot(module)
+
+        spec.loader.exec_module = patched
+        return spec
+
+
+def is_figure(obj):
+    return type(obj).__module__.startswith("matplotlib.") and type(obj).__name__ == "Figure" and hasattr(obj, "savefig")
+
+
+def close_figure(fig):
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close(fig)
+
+
+def result_record(obj, main):
+    data = {"text/plain": repr(obj)}
+    if is_figure(obj):
+        buf = io.BytesIO()
+        # The figure's own size and dpi: figsize x dpi pixels.
+        obj.savefig(buf, format="png")
+        data["image/png"] = base64.b64encode(buf.getvalue()).decode("ascii")
+        return {"kind": "result", "main": main, "data": data}
+    if inspect.isclass(obj):
+        return {"kind": "result", "main": main, "data": data}
+    for mime, method, binary in FORMATS:
+        if getattr(type(obj), method, None) is None:
+            continue
+        try:
+            value = getattr(obj, method)()
+        except Exception as e:
+            print("boxer: %s of %s failed: %s" % (method, type(obj).__name__, e), file=sys.stderr)
+            continue
+        if isinstance(value, tuple):
+            value = value[0]  # (data, metadata)
+        if value is None:
+            continue
+        if binary and isinstance(value, (bytes, bytearray)):
+            value = base64.b64encode(value).decode("ascii")
+        elif mime == "application/json" and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                continue
+        data[mime] = value
+    try:
+        json.dumps(data.get("application/json"))
+    except (TypeError, ValueError):
+        data.pop("application/json", None)
+    return {"kind": "result", "main": main, "data": data}
+
+
+def error_record(e):
+    # The traceback starts at the cell's code, not here.
+    t = e.__traceback__
+    while t is not None and os.path.abspath(t.tb_frame.f_code.co_filename) == HERE:
+        t = t.tb_next
+    if isinstance(e, SyntaxError) and (t is None or t.tb_frame.f_code.co_filename == ast.__file__):
+        # The cell did not compile: no frame of its own to show.
+        tb = "".join(traceback.format_exception_only(type(e), e))
+    else:
+        tb = "".join(traceback.format_exception(type(e), e, t))
+    value = str(e)
+    if isinstance(e, SystemExit):
+        value = "" if e.code is None else str(e.code)
+    return {"kind": "error", "name": type(e).__name__, "value": value, "traceback": tb}
