@@ -14,10 +14,10 @@ import (
 	"github.com/boxer-dev/boxer/runner"
 )
 
-// keepaliveEvery is how often a quiet stream gets a keepalive line (which
+// cellKeepalive is how often a quiet stream gets a keepalive line (which
 // the SDKs skip), as E2B's server sends them: a write to a client that
 // went away without closing fails, and the cell is interrupted.
-const keepaliveEvery = 5 * time.Second
+const cellKeepalive = 5 * time.Second
 
 // resultKeys are E2B's names for a result's formats (its Result model).
 var resultKeys = map[string]string{
@@ -102,10 +102,10 @@ func (e *execStream) begun() bool {
 	return e.started
 }
 
-// keepalive writes a keepalive line every keepaliveEvery of quiet, until
+// keepalive writes a keepalive line every cellKeepalive of quiet, until
 // stop is closed.
 func (e *execStream) keepalive(stop <-chan struct{}) {
-	t := time.NewTicker(keepaliveEvery)
+	t := time.NewTicker(cellKeepalive)
 	defer t.Stop()
 	for {
 		select {
@@ -113,7 +113,7 @@ func (e *execStream) keepalive(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			e.mu.Lock()
-			if e.started && time.Since(e.last) >= keepaliveEvery {
+			if e.started && time.Since(e.last) >= cellKeepalive {
 				e.sendLocked(map[string]any{"type": "keepalive"})
 			}
 			e.mu.Unlock()

@@ -1,7 +1,9 @@
 package runner
 
-// A code interpreter's cells: a session call that runs in a context of the
-// session's interpreter and reports typed records beside its output.
+// A code interpreter's cells: calls in a context, with typed records.
+
+// A cell runs in a context of the session's interpreter and reports typed
+// records beside its output.
 
 import (
 	"bytes"

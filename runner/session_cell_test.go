@@ -1,5 +1,7 @@
 package runner
 
+// A code interpreter's cells: their records and checks.
+
 import (
 	"encoding/json"
 	"strings"
