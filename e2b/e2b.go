@@ -38,8 +38,11 @@ const (
 )
 
 // EnvdVersion is the envd version boxer answers as: the SDKs refuse
-// anything older than 0.1.0 and turn features on by version.
-const EnvdVersion = "0.4.2"
+// anything older than 0.1.0 and turn features on by version (0.5.2
+// closeStdin, 0.5.7 raw uploads, 0.6.2 file metadata, 0.6.3 watch events
+// with entries, 0.6.4 network mounts: boxer refuses metadata and network
+// mounts itself, with a 4xx naming them).
+const EnvdVersion = "0.6.4"
 
 // Config sets what the E2B listener accepts.
 type Config struct {

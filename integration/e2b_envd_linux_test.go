@@ -35,6 +35,7 @@ func TestE2BEnvd(t *testing.T) {
 				`cwd /tmp`,
 				`streamed line1,line2,line3 true`,
 				`stdin "from stdin\n"`,
+				"closed stdin 4",
 				`listed /bin/bash -l -c sleep 300 /home/user`,
 				`kill true`,
 				`killed CommandExitError 137`,

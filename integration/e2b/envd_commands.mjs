@@ -29,6 +29,10 @@ console.log('streamed', chunks.join('').trim().split('\n').join(','), chunks.len
 const head = await sbx.commands.run('head -n 1', { background: true, stdin: true })
 await sbx.commands.sendStdin(head.pid, 'from stdin\nnot read\n')
 console.log('stdin', JSON.stringify((await head.wait()).stdout))
+const cat = await sbx.commands.run('wc -c', { background: true, stdin: true })
+await sbx.commands.sendStdin(cat.pid, 'four')
+await sbx.commands.closeStdin(cat.pid)
+console.log('closed stdin', (await cat.wait()).stdout.trim())
 
 const bg = await sbx.commands.run('sleep 300', { background: true })
 let listed = (await sbx.commands.list()).find((p) => p.pid === bg.pid)
