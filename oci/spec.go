@@ -418,3 +418,12 @@ func WithoutRlimits(_ context.Context, _ coci.Client, _ *containers.Container, s
 	process(s).Rlimits = nil
 	return nil
 }
+
+// WithRootPath replaces the root's path (the bundle's rootfs, which the
+// shim mounts) with path, a read-only root boxer mounted itself.
+func WithRootPath(path string) SpecOpts {
+	return func(_ context.Context, _ coci.Client, _ *containers.Container, s *specs.Spec) error {
+		s.Root = &specs.Root{Path: path, Readonly: true}
+		return nil
+	}
+}

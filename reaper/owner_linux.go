@@ -124,11 +124,15 @@ func FilesDir(runDir string) string { return filepath.Join(runDir, "files") }
 // secrets) is mounted.
 func RunMountDir(runDir string) string { return filepath.Join(runDir, "run") }
 
-// RemoveRunDir unmounts a run directory's workspace (a session's files),
-// secrets, network namespace and user namespace, if any, and removes the
-// directory; it never removes through a mount.
+// RootDir is where a run directory's root (the image's view, idmapped for
+// the sandbox's user namespace) is mounted.
+func RootDir(runDir string) string { return filepath.Join(runDir, "rootfs") }
+
+// RemoveRunDir unmounts a run directory's root, workspace (a session's
+// files), secrets, network namespace and user namespace, if any, and
+// removes the directory; it never removes through a mount.
 func RemoveRunDir(dir string) error {
-	for _, m := range []string{WorkspaceDir(dir), FilesDir(dir), RunMountDir(dir), filepath.Join(dir, "netns"), filepath.Join(dir, "userns")} {
+	for _, m := range []string{RootDir(dir), WorkspaceDir(dir), FilesDir(dir), RunMountDir(dir), filepath.Join(dir, "netns"), filepath.Join(dir, "userns")} {
 		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("unmounting %s: %w", m, err)
 		}

@@ -133,6 +133,7 @@ func (r *Runner) newSandbox(id string, req Request, gate bool) *sandbox {
 // make prepares and creates the sandbox on rootfs (and, gated, starts its
 // gate). On error, the caller destroys it.
 func (sb *sandbox) make(ctx context.Context, rootfs snapshots.Rootfs) error {
+	sb.lookUpView(ctx, rootfs)
 	if err := sb.prepare(); err != nil {
 		return err
 	}
@@ -195,6 +196,9 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		return err
 	}
 	r := sb.r
+	if err := sb.mountRoot(ctx, rootfs); err != nil {
+		return err
+	}
 	sb.limits = sandboxLimits(sb.req, r.host)
 	spec, err := buildSpec(sb.id, sb.req, rootfs.Config.Env, r.host, sb.dirs, sb.gate)
 	if err != nil {

@@ -77,6 +77,9 @@ type sandboxDirs struct {
 	Trust bool
 	// Userns is the sandbox's user namespace; nil: the host's.
 	Userns *sandboxUserns
+	// Root is the sandbox's root boxer mounted (mountRoot); empty: the
+	// image's view as the shim mounts it.
+	Root string
 }
 
 // sandboxUserns is a sandbox's user namespace: bound at Path, mapping ids
@@ -165,6 +168,9 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	if dirs.Userns != nil {
 		// runc's wrapper sets the rlimits (see runcUsernsWrapper).
 		opts = append(opts, oci.WithUserNamespace(dirs.Userns.Path, dirs.Userns.Base, userns.Size), oci.WithoutRlimits)
+	}
+	if dirs.Root != "" {
+		opts = append(opts, oci.WithRootPath(dirs.Root))
 	}
 	if dirs.Code != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Code, oci.CodeDir))

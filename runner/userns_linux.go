@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/userns"
@@ -18,6 +19,9 @@ import (
 type usernsSetup struct {
 	host bool
 	opts userns.Options
+	// views are the lookups of the layers of the images' shared views,
+	// by key (see viewLookup).
+	views *sync.Map
 }
 
 // newUsernsSetup checks the operator's user namespace settings.
@@ -29,7 +33,7 @@ func newUsernsSetup(o UsernsOptions) (usernsSetup, error) {
 	// none still returns the blocks of those it removes (a standby's, a
 	// leftover of another boxer's).
 	if o.Host {
-		return usernsSetup{host: true, opts: userns.Options{Dir: o.Dir}}, nil
+		return usernsSetup{host: true, opts: userns.Options{Dir: o.Dir}, views: &sync.Map{}}, nil
 	}
 	if o.Range == "" {
 		o.Range = userns.DefaultRange
@@ -38,7 +42,7 @@ func newUsernsSetup(o UsernsOptions) (usernsSetup, error) {
 	if err != nil {
 		return usernsSetup{}, err
 	}
-	return usernsSetup{opts: userns.Options{Dir: o.Dir, Range: rng}}, nil
+	return usernsSetup{opts: userns.Options{Dir: o.Dir, Range: rng}, views: &sync.Map{}}, nil
 }
 
 // usernsFile is where a run directory's user namespace is bound.

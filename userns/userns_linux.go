@@ -231,9 +231,15 @@ func releaseWhere(dir string, gone func(holder string) bool) error {
 }
 
 // Probe makes and removes a namespace of o's range, as a sandbox's is
-// made, and says what it found: for 'boxer doctor'.
-func Probe(o Options) (string, error) {
-	dir, err := os.MkdirTemp("", "boxer-userns-probe-")
+// made, and mounts an idmapped root through it, as a sandbox's is
+// mounted, on the filesystem of dir (where the images' layers are; ""
+// for the temporary directory); it says what it found: for 'boxer
+// doctor'. An idmapped root that fails is ErrNoIDMap.
+func Probe(o Options, dir string) (string, error) {
+	if _, err := os.Stat(dir); err != nil {
+		dir = ""
+	}
+	dir, err := os.MkdirTemp(dir, "boxer-userns-probe-")
 	if err != nil {
 		return "", err
 	}
@@ -246,9 +252,12 @@ func Probe(o Options) (string, error) {
 	if err == nil && owner != ns.Base {
 		err = fmt.Errorf("the namespace's owner is %d, not %d", owner, ns.Base)
 	}
+	if err == nil {
+		err = probeIDMapped(ns.Path, ns.Base, dir)
+	}
 	err = errors.Join(err, ns.Remove())
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("a namespace each, from host ids %s (%d sandboxes at once)", o.Range, o.Range.Blocks()), nil
+	return fmt.Sprintf("a namespace each, from host ids %s (%d sandboxes at once), and an idmapped root", o.Range, o.Range.Blocks()), nil
 }

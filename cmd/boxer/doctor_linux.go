@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/userns"
 	"github.com/urfave/cli/v2"
@@ -84,8 +86,9 @@ func initChecks() []check {
 	return []check{ch}
 }
 
-// usernsCheck makes a user namespace as a runc sandbox's is made, unless
-// the operator runs sandboxes in the host's (--userns=host).
+// usernsCheck makes a user namespace and mounts an idmapped root through
+// it, as a runc sandbox's are made, unless the operator runs sandboxes in
+// the host's (--userns=host).
 func usernsCheck(c *cli.Context) check {
 	ch := check{name: "userns", required: true}
 	o, err := usernsOptions(c)
@@ -96,8 +99,10 @@ func usernsCheck(c *cli.Context) check {
 		ch.required, ch.detail = false, "off (--userns=host): runc sandboxes share the host's uids and per-user limits (inotify, signals, pipes)"
 	default:
 		rng, _ := userns.ParseRange(o.Range)
-		ch.detail, err = userns.Probe(userns.Options{Dir: userns.LeaseDir, Range: rng})
-		if err != nil {
+		ch.detail, err = userns.Probe(userns.Options{Dir: userns.LeaseDir, Range: rng}, daemon.FromEnv().Root)
+		if errors.Is(err, userns.ErrNoIDMap) {
+			ch.detail = err.Error() + ": sandboxes' roots are idmapped for their namespaces: run Linux 5.19 or later, keep boxer's images (BOXER_ROOT) on a filesystem that supports idmapped mounts (ext4, xfs, btrfs), or run boxer with --userns=host"
+		} else if err != nil {
 			ch.detail = err.Error() + ": install util-linux (unshare), allow user namespaces (user.max_user_namespaces > 0), or run boxer with --userns=host to share the host's ids"
 		} else {
 			ch.ok = true

@@ -1,7 +1,6 @@
 # group: files
 # tries: as uid 0 (no capabilities), append to /etc/passwd
-# expect-runc: EACCES
-# expect-runsc: EROFS
+# expect: EROFS
 # flags: --user 0:0
 import errno
 def err(e):
