@@ -180,8 +180,19 @@ func TestStandbyRace(t *testing.T) {
 	// The last round's makers are under way: each removes its run's
 	// sandbox, one makes the next standby. A SIGTERM before a maker has
 	// set up its handlers would kill it, leaving its run's sandbox to the
-	// next boxer command's reaper.
+	// next boxer command's reaper: wait until the runs' sandboxes are
+	// gone and only the standby is left.
 	waitStandbys(t, 1)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cs, err := client.Containers(context.Background())
+		must(t, err)
+		if len(cs) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sandboxes 20 s after the last round, want the standby alone", len(cs))
+		}
+	}
 	endStandbys(t)
 	assertClean(t)
 }
