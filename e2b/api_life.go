@@ -1,0 +1,131 @@
+package e2b
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// A sandbox's life: its timeout, pause, resume (connect) and figures.
+
+// timeoutBody is the body of POST /sandboxes/{id}/timeout and of connect.
+type timeoutBody struct {
+	Timeout *int64 `json:"timeout"`
+	// Memory is connect's "resume from memory" (false: reboot).
+	Memory *bool `json:"memory"`
+}
+
+func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body timeoutBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	if body.Timeout == nil || *body.Timeout <= 0 {
+		writeError(w, http.StatusBadRequest, "timeout: must be a positive number of seconds")
+		return
+	}
+	if err := s.setTimeout(r.Context(), callerOf(r), id, *body.Timeout); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) setTimeout(ctx context.Context, caller, id string, seconds int64) error {
+	if _, _, err := s.find(ctx, caller, id); err != nil {
+		return err
+	}
+	_, err := s.runner.SetSessionTimeout(ctx, id, caller, time.Duration(seconds)*time.Second, s.cfg.Sessions)
+	return err
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body timeoutBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	if body.Memory != nil && !*body.Memory {
+		writeError(w, http.StatusBadRequest, "memory: "+"is not supported by boxer: a paused sandbox keeps its memory (false would reboot it)")
+		return
+	}
+	_, sess, err := s.find(r.Context(), callerOf(r), id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	if sess.Paused {
+		writeError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is already paused", id))
+		return
+	}
+	if _, err := s.runner.PauseSession(r.Context(), id, callerOf(r)); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleConnect resumes a paused sandbox (or finds a running one) and
+// answers as create does, so the SDK connects to it.
+func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
+	id, caller := r.PathValue("id"), callerOf(r)
+	var body timeoutBody
+	if !s.decode(w, r, &body) {
+		return
+	}
+	if body.Memory != nil && !*body.Memory {
+		writeError(w, http.StatusBadRequest, "memory: is not supported by boxer: a sandbox resumes from memory (a reboot is a new sandbox)")
+		return
+	}
+	sb, sess, err := s.find(r.Context(), caller, id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	code := http.StatusOK
+	if sess.Paused {
+		if _, err := s.runner.ResumeSession(r.Context(), id, caller); err != nil {
+			s.answerError(w, id, err)
+			return
+		}
+		code = http.StatusCreated
+	}
+	if body.Timeout != nil && *body.Timeout > 0 {
+		if err := s.setTimeout(r.Context(), caller, id, *body.Timeout); err != nil {
+			s.answerError(w, id, err)
+			return
+		}
+	}
+	writeJSON(w, code, s.created(sb))
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	id, caller := r.PathValue("id"), callerOf(r)
+	sb, _, err := s.find(r.Context(), caller, id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	st, err := s.runner.SessionStats(r.Context(), id, caller)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	// CPU use is the average since the sandbox started, of its CPUs.
+	pct := 0.0
+	if el := st.At.Sub(sb.Started).Seconds(); el > 0 && sb.CPUs > 0 {
+		pct = 100 * st.CPUTimeMs / 1000 / el / sb.CPUs
+	}
+	writeJSON(w, http.StatusOK, []map[string]any{{
+		"timestamp":     st.At.UTC().Format(time.RFC3339Nano),
+		"timestampUnix": st.At.Unix(),
+		"cpuCount":      sb.CPUs,
+		"cpuUsedPct":    pct,
+		"memUsed":       st.MemoryBytes,
+		"memTotal":      st.MemoryLimitBytes,
+		"diskUsed":      st.DiskUsedBytes,
+		"diskTotal":     st.DiskLimitBytes,
+	}})
+}

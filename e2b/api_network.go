@@ -1,0 +1,98 @@
+package e2b
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+)
+
+// A sandbox's network through E2B's options: an allowlist of boxer's.
+
+// network is E2B's network configuration of a sandbox.
+type network struct {
+	AllowOut           []string        `json:"allowOut"`
+	DenyOut            []string        `json:"denyOut"`
+	AllowPublicTraffic *bool           `json:"allowPublicTraffic"`
+	MaskRequestHost    json.RawMessage `json:"maskRequestHost"`
+	HTTPSPorts         json.RawMessage `json:"httpsPorts"`
+	Rules              json.RawMessage `json:"rules"`
+	EgressProxy        json.RawMessage `json:"egressProxy"`
+}
+
+// allowHosts turns E2B's network options into boxer's allowlist: internet
+// off unless asked (as boxer is, unlike E2B); "internet on" is the
+// operator's whole list; allowOut narrows it.
+func (s *Server) allowHosts(allowInternet *bool, n *network) ([]string, error) {
+	var out []string
+	if allowInternet != nil && *allowInternet {
+		if len(s.cfg.Max.AllowHosts) == 0 {
+			return nil, &badField{"allow_internet_access", "this server gives sandboxes no network (its operator set no --allow-hosts)"}
+		}
+		out = slices.Clone(s.cfg.Max.AllowHosts)
+	}
+	if n == nil {
+		return out, nil
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"network.maskRequestHost", n.MaskRequestHost}, {"network.httpsPorts", n.HTTPSPorts}, {"network.rules", n.Rules}, {"network.egressProxy", n.EgressProxy}} {
+		if len(f.raw) > 0 && string(f.raw) != "null" {
+			return nil, unsupported(f.name, "boxer's egress is an allowlist of hosts (network.allowOut)")
+		}
+	}
+	for _, d := range n.DenyOut {
+		if d != "0.0.0.0/0" {
+			return nil, unsupported("network.denyOut", "boxer denies everything network.allowOut does not allow; only 0.0.0.0/0 may be given")
+		}
+	}
+	if len(n.AllowOut) > 0 {
+		out = nil
+		for _, h := range n.AllowOut {
+			if h == "0.0.0.0/0" {
+				out = append(out, s.cfg.Max.AllowHosts...)
+				continue
+			}
+			out = append(out, h)
+		}
+		if len(out) == 0 {
+			return nil, &badField{"network.allowOut", "this server gives sandboxes no network (its operator set no --allow-hosts)"}
+		}
+	}
+	return out, nil
+}
+
+// handleNetwork replaces a live sandbox's allowlist (updateNetwork),
+// within the operator's list.
+func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
+	id, caller := r.PathValue("id"), callerOf(r)
+	var body struct {
+		network
+		AllowInternetAccess *bool `json:"allow_internet_access"`
+	}
+	if !s.decode(w, r, &body) {
+		return
+	}
+	sb, _, err := s.find(r.Context(), caller, id)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	hosts, err := s.allowHosts(body.AllowInternetAccess, &body.network)
+	if err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	if len(sb.AllowHosts) == 0 {
+		writeError(w, http.StatusBadRequest, "network: sandbox "+id+" was made without network; boxer cannot give it one later (make it with network.allowOut)")
+		return
+	}
+	if _, err := s.runner.SetSessionAllow(r.Context(), id, caller, hosts, s.cfg.Max); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	s.mu.Lock()
+	sb.AllowHosts = hosts
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
