@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -260,4 +261,42 @@ func TestSessionSecretsHostile(t *testing.T) {
 			assertClean(t)
 		})
 	}
+}
+
+// TestSessionSecretsHTTP: over HTTP a session names a secret the server
+// loaded; a call and a background process print it, and both answers
+// carry only its mask.
+func TestSessionSecretsHTTP(t *testing.T) {
+	value := secretValue(t)
+	s := startServer(t, "--secret", "TOKEN=file:"+secretFile(t, value))
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			code, data := sessionHTTP(t, s, "", "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`","secrets":["TOKEN"]}`)
+			var sess struct{ ID string }
+			if code != 201 || json.Unmarshal(data, &sess) != nil {
+				t.Fatalf("create: %d %s", code, data)
+			}
+			base := "/v1/sessions/" + sess.ID
+			code, data = sessionHTTP(t, s, "", "POST", base+"/runs", `{"code":"print(open('/run/secrets/TOKEN').read().strip())"}`)
+			if code != 200 || !strings.Contains(string(data), `"stdout":"[secret:TOKEN]\n"`) || strings.Contains(string(data), value) {
+				t.Errorf("call: %d %s", code, data)
+			}
+			code, data = sessionHTTP(t, s, "", "POST", base+"/processes", `{"args":["sh","-c","cat /run/secrets/TOKEN"]}`)
+			var p struct{ ID int }
+			if code != 201 || json.Unmarshal(data, &p) != nil {
+				t.Fatalf("process: %d %s", code, data)
+			}
+			code, data = sessionHTTP(t, s, "", "GET", base+"/processes/"+strconv.Itoa(p.ID)+"/output", "")
+			// Output data is base64 in the stream's JSON lines.
+			masked := base64.StdEncoding.EncodeToString([]byte("[secret:TOKEN]\n"))
+			if code != 200 || !strings.Contains(string(data), `"data":"`+masked+`"`) || strings.Contains(string(data), base64.StdEncoding.EncodeToString([]byte(value))[:16]) {
+				t.Errorf("process output: %d %s", code, data)
+			}
+			if code, data = sessionHTTP(t, s, "", "DELETE", base, ""); code != 204 {
+				t.Errorf("delete: %d %s", code, data)
+			}
+		})
+	}
+	s.stop(t)
+	assertClean(t)
 }

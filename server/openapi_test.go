@@ -46,7 +46,7 @@ func schemaProps(t *testing.T, doc map[string]any, schema string) []string {
 // naming the field: TestSessionRequestRefuses, and the integration test
 // TestSessionHTTP for those the runner refuses): SessionRequest's schema
 // leaves them out.
-var sessionRefused = []string{"code", "command", "return_files", "secrets", "stdin"}
+var sessionRefused = []string{"code", "command", "return_files", "stdin"}
 
 // TestOpenAPIMatchesHandler keeps openapi.json and the code in step: the
 // request and result schemas list exactly the Go types' JSON fields (but
