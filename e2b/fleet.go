@@ -51,7 +51,7 @@ func (s *Server) fleetRoute(next http.Handler) http.Handler {
 				writeError(w, http.StatusServiceUnavailable, "this server is shutting down and takes no new sandboxes, and no other server of the fleet does: retry shortly")
 				return
 			}
-			f.Forward(w, r, peer.E2B, peerFailed)
+			f.Forward(w, r, peer, peer.E2B, peerFailed)
 		case r.Method == http.MethodGet && (r.URL.Path == "/v2/sandboxes" || r.URL.Path == "/sandboxes") && !fleet.Forwarded(r):
 			s.listFleet(w, r, next)
 		default:
@@ -77,13 +77,17 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 	case place.Peer.E2B == "":
 		writeError(w, http.StatusServiceUnavailable, "sandbox "+id+": the server holding it has no E2B listener (--e2b-listen)")
 	default:
-		s.cfg.Fleet.Forward(w, r, place.Peer.E2B, peerFailed)
+		s.cfg.Fleet.Forward(w, r, place.Peer, place.Peer.E2B, peerFailed)
 	}
 }
 
-func peerFailed(w http.ResponseWriter, _ error) {
+func peerFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, fleet.ErrGone) {
+		writeError(w, http.StatusGone, err.Error())
+		return
+	}
 	w.Header().Set("Retry-After", "5")
-	writeError(w, http.StatusServiceUnavailable, fleet.ErrUnreachable.Error())
+	writeError(w, http.StatusServiceUnavailable, err.Error())
 }
 
 // listFleet answers GET /v2/sandboxes with the caller's sandboxes on every

@@ -27,12 +27,13 @@ var transport = &http.Transport{
 	DisableCompression:  true,
 }
 
-// Forward sends r to the member at addr (a Peer's Addr or E2B) as it came:
+// Forward sends r to the member p at addr (its Addr or E2B) as it came:
 // its method, path, host name, body and headers (the caller's credentials
 // included: the member checks them as its own), and streams the answer
 // back, upgrades (a port's WebSocket) included. fail answers when the
-// member cannot be reached.
-func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, addr string, fail func(http.ResponseWriter, error)) {
+// member cannot be reached: with ErrGone if DNS, asked again, no longer
+// lists its node and every member listed answers, else ErrUnreachable.
+func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, p Peer, addr string, fail func(http.ResponseWriter, error)) {
 	// A stream or a large file may take longer than the server's own
 	// read and write deadlines: the member at the other end has its own.
 	rc := http.NewResponseController(w)
@@ -51,7 +52,7 @@ func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, addr string, fai
 			if r.Context().Err() != nil {
 				return
 			}
-			fail(w, err)
+			fail(w, f.recheck(r.Context(), p.Tag))
 		},
 	}
 	proxy.ServeHTTP(w, r)
@@ -95,4 +96,19 @@ func (f *Fleet) Ask(r *http.Request, addr string) ([]byte, error) {
 		return nil, fmt.Errorf("%s answered %s", addr, resp.Status)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
+// recheck says why the member of node tag did not answer: gone from the
+// fleet, or unreachable.
+func (f *Fleet) recheck(ctx context.Context, tag string) error {
+	peers, failed := f.list(ctx, true)
+	for _, p := range peers {
+		if p.Tag == tag {
+			return ErrUnreachable
+		}
+	}
+	if failed > 0 {
+		return ErrUnreachable
+	}
+	return ErrGone
 }

@@ -69,14 +69,19 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 		// held the session, and it does not.
 		s.reject(w, r, http.StatusNotFound, &APIError{Field: "id", Message: runner.ErrSessionNotFound.Error()}, nil)
 	default:
-		s.cfg.Fleet.Forward(w, r, place.Peer.Addr, s.peerFailed)
+		s.cfg.Fleet.Forward(w, r, place.Peer, place.Peer.Addr, s.peerFailed)
 	}
 }
 
-// peerFailed answers a request whose member could not be reached.
+// peerFailed answers a request whose member could not be reached: 410 if
+// its node left the fleet, else 503.
 func (s *Server) peerFailed(w http.ResponseWriter, err error) {
+	if errors.Is(err, fleet.ErrGone) {
+		writeJSON(w, http.StatusGone, &APIError{Field: "id", Message: err.Error()})
+		return
+	}
 	w.Header().Set("Retry-After", "5")
-	writeJSON(w, http.StatusServiceUnavailable, &APIError{Message: fleet.ErrUnreachable.Error()})
+	writeJSON(w, http.StatusServiceUnavailable, &APIError{Message: err.Error()})
 }
 
 // createElsewhere sends a new session from a draining member to one that
@@ -88,7 +93,7 @@ func (s *Server) createElsewhere(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusServiceUnavailable, &APIError{Message: "this server is shutting down and takes no new sessions, and no other server of the fleet does: retry shortly"}, nil)
 		return
 	}
-	s.cfg.Fleet.Forward(w, r, peer.Addr, s.peerFailed)
+	s.cfg.Fleet.Forward(w, r, peer, peer.Addr, s.peerFailed)
 }
 
 // listFleet answers GET /v1/sessions with the caller's sessions on every
