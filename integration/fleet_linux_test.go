@@ -88,13 +88,17 @@ func (d *fleetDNS) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 type fleetNode struct {
 	*server
 	host, addr, ns string
-	base           []string
+	// e2b is the URL of its E2B listener.
+	e2b  string
+	base []string
 }
 
 // fleetTokens are the fleet's callers.
 const (
 	fleetA = "fleet-token-a-0123456789abcdef"
 	fleetB = "fleet-token-b-0123456789abcdef"
+	// fleetE2B is the fleet's E2B API key.
+	fleetE2B = "e2b_0123456789abcdef0123456789abcdef01234567"
 )
 
 func startFleetNode(t *testing.T, d *fleetDNS, ns, ip, node string, extra ...string) *fleetNode {
@@ -103,8 +107,12 @@ func startFleetNode(t *testing.T, d *fleetDNS, ns, ip, node string, extra ...str
 	tokens, key := filepath.Join(dir, "tokens"), filepath.Join(dir, "fleet-key")
 	must(t, os.WriteFile(tokens, []byte(fleetA+"\n"+fleetB+"\n"), 0o600))
 	must(t, os.WriteFile(key, []byte("the test fleet's key, 32 bytes or more\n"), 0o600))
+	e2bKeys := filepath.Join(dir, "e2b-keys")
+	must(t, os.WriteFile(e2bKeys, []byte(fleetE2B+"\n"), 0o600))
 	n := &fleetNode{host: node + ".fleet.test", addr: fmt.Sprintf("%s:%d", ip, freePort(t)), ns: ns}
-	n.base = []string{"--token-file", tokens, "--fleet-peers", peersName, "--fleet-dns", d.addr, "--fleet-key-file", key, "--fleet-node", node, "--warm", ""}
+	e2bAddr := fmt.Sprintf("%s:%d", ip, freePort(t))
+	n.e2b = "http://" + e2bAddr
+	n.base = []string{"--token-file", tokens, "--fleet-peers", peersName, "--fleet-dns", d.addr, "--fleet-key-file", key, "--fleet-node", node, "--warm", "", "--e2b-listen", e2bAddr, "--e2b-key-file", e2bKeys}
 	n.server = startServerAt(t, ns, n.addr, append(n.base, extra...)...)
 	d.set(n.host, n.addr)
 	return n
@@ -267,6 +275,29 @@ func TestFleet(t *testing.T) {
 		}
 		if got := runIn(t, b, id, "print(n)"); got != "200\n" {
 			t.Fatalf("after 200 calls through both: n = %q", got)
+		}
+	})
+
+	t.Run("e2b", func(t *testing.T) {
+		// E2B's SDK makes a sandbox through node-a, then reaches it
+		// through node-b only: commands, files, the list, the kill.
+		e := &e2bServer{server: b.server, api: b.e2b}
+		out := e.node(t, fleetE2B, `
+import { Sandbox } from 'e2b'
+const a = { apiUrl: '`+a.e2b+`', sandboxUrl: '`+a.e2b+`' }
+const b = { apiUrl: '`+b.e2b+`', sandboxUrl: '`+b.e2b+`' }
+const made = await Sandbox.create(a)
+const sbx = await Sandbox.connect(made.sandboxId, b)
+console.log('run', (await sbx.commands.run('echo via-b; cat /proc/self/cgroup | wc -l')).stdout.split('\n')[0])
+await sbx.files.write('/tmp/f.txt', 'written-through-b')
+console.log('read', await made.files.read('/tmp/f.txt'))
+const listed = await Sandbox.list(b).nextItems()
+console.log('listed', listed.some((s) => s.sandboxId === made.sandboxId))
+await Sandbox.kill(made.sandboxId, b)
+console.log('running', await made.isRunning())
+`)
+		if want := "run via-b\nread written-through-b\nlisted true\nrunning false\n"; out != want {
+			t.Fatalf("E2B's SDK across the fleet:\n%s\nwant:\n%s", out, want)
 		}
 	})
 
