@@ -344,6 +344,9 @@ console.log('running', await made.isRunning())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		if c, body := a.call(t, fleetA, "GET", "/healthz?live=1", ""); c != 200 || !strings.Contains(body, `"draining":true`) {
+			t.Errorf("draining node-a's liveness: %d %s, want 200 saying draining", c, body)
+		}
 		// A new session through the draining node is made on the other.
 		other := createOn(t, a)
 		if auditCount(t, b, other) == 0 {

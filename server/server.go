@@ -378,8 +378,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	a := healthAnswer{Health: h}
 	if s.cfg.Fleet != nil && s.cfg.Fleet.Draining() {
 		// Out of the Service's endpoints: the readiness probe fails,
-		// while the sessions held here are still answered.
-		code, a.Draining = http.StatusServiceUnavailable, true
+		// while the sessions held here are still answered. The
+		// liveness probe (?live=1) does not fail for it: a draining
+		// server is alive, and restarting it would end its sessions.
+		a.Draining = true
+		if r.URL.Query().Get("live") == "" {
+			code = http.StatusServiceUnavailable
+		}
 	}
 	writeJSON(w, code, a)
 }
