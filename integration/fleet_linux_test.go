@@ -155,6 +155,11 @@ func setupNamespace(t *testing.T, ns string) {
 func createOn(t *testing.T, n *fleetNode) string {
 	t.Helper()
 	code, body := n.call(t, fleetA, "POST", "/v1/sessions", `{"lang":"python"}`)
+	return sessionID(t, code, body)
+}
+
+func sessionID(t *testing.T, code int, body string) string {
+	t.Helper()
 	var s struct {
 		ID string `json:"id"`
 	}
@@ -298,6 +303,21 @@ console.log('running', await made.isRunning())
 `)
 		if want := "run via-b\nread written-through-b\nlisted true\nrunning false\n"; out != want {
 			t.Fatalf("E2B's SDK across the fleet:\n%s\nwant:\n%s", out, want)
+		}
+	})
+
+	t.Run("runsc", func(t *testing.T) {
+		c, body := a.call(t, fleetA, "POST", "/v1/sessions", `{"lang":"python","runtime":"runsc"}`)
+		g := sessionID(t, c, body)
+		runIn(t, b, g, "import platform; y = 7")
+		if got := runIn(t, a, g, "print(y * 6)"); got != "42\n" {
+			t.Fatalf("a runsc session's state across the fleet: %q", got)
+		}
+		if c, body := b.call(t, fleetB, "GET", "/v1/sessions/"+g+"/stats", ""); c != 404 {
+			t.Errorf("another caller through node-b: %d %s, want 404", c, body)
+		}
+		if c, body := b.call(t, fleetA, "DELETE", "/v1/sessions/"+g, ""); c != 204 {
+			t.Fatalf("removing it through node-b: %d %s", c, body)
 		}
 	})
 
