@@ -43,6 +43,9 @@ type Runner struct {
 	// shim is the runtime for containerd: io.containerd.runc.v2, or the
 	// path of boxer's wrapper around it (see reaper.ShimScript).
 	shim string
+	// wrap is boxer-wrap, the wrappers' interpreter; empty: they are
+	// /bin/sh scripts (see wrap_linux.go).
+	wrap string
 	// realShim is the runc shim's binary and bundlesDir containerd's task
 	// bundles, where known (boxer's private daemon): for the reaper.
 	realShim   string
@@ -96,6 +99,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		useStandby: o.Standby,
 		handOff:    o.HandOff,
 		shim:       runcShim,
+		wrap:       wrapBinary(),
 		secrets:    o.Secrets,
 		keeper:     o.Keeper,
 		inject:     o.Inject,
@@ -153,7 +157,13 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 	if r.realShim == "" {
 		return
 	}
-	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), reaper.ShimScript(r.realShim)); err == nil {
+	script := reaper.ShimScript(r.realShim)
+	if r.wrap != "" {
+		if w, ok := wrapFile(r.wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
+			script = w
+		}
+	}
+	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), script); err == nil {
 		r.shim = p
 	} else {
 		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
