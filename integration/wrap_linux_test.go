@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,36 @@ func TestRuntimeWrappers(t *testing.T) {
 		f.Close()
 		if line != want+"\n" {
 			t.Errorf("%s starts %q, want %q", p, line, want)
+		}
+	}
+}
+
+// TestServeRewritesWrappers: a server makes each sandbox through the
+// wrappers it knows to work, even when another boxer on the same state
+// directory (another build, its boxer-wrap elsewhere, since removed) wrote
+// its own in between.
+func TestServeRewritesWrappers(t *testing.T) {
+	s := startServer(t, "--warm", "", "--shared-shims", "0")
+	want := "#!" + filepath.Join(filepath.Dir(boxerBin), "boxer-wrap") + "\n"
+	userns, _ := filepath.Glob(filepath.Join(stateDir, "runc-userns-*"))
+	files := append(userns, filepath.Join(stateDir, "shim"))
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone := strings.Replace(string(data), want, "#!/nonexistent/boxer-wrap\n", 1)
+		if err := os.WriteFile(p, []byte(gone), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, body := s.post(t, `{"lang":"python","code":"print(6 * 7)"}`)
+	if code != 200 || !strings.Contains(string(body), `"stdout":"42\n"`) {
+		t.Errorf("POST /v1/runs through another build's wrappers: %d %s", code, body)
+	}
+	for _, p := range files {
+		if data, err := os.ReadFile(p); err != nil || !strings.HasPrefix(string(data), want) {
+			t.Errorf("%s after the run: %q %v, want it to start %q", p, data, err, want)
 		}
 	}
 }

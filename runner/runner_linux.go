@@ -46,6 +46,8 @@ type Runner struct {
 	// wrap is boxer-wrap, the wrappers' interpreter; empty: they are
 	// /bin/sh scripts (see wrap_linux.go).
 	wrap string
+	// shimContent is what the file shim holds when it is boxer's wrapper.
+	shimContent string
 	// realShim is the runc shim's binary and bundlesDir containerd's task
 	// bundles, where known (boxer's private daemon): for the reaper.
 	realShim   string
@@ -164,7 +166,7 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 		}
 	}
 	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), script); err == nil {
-		r.shim = p
+		r.shim, r.shimContent = p, script
 	} else {
 		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
 	}

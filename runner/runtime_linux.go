@@ -50,6 +50,15 @@ func runscNetstackFlags() []string {
 // namespace of boxer's runs through a wrapper that sets its rlimits (see
 // runcUsernsWrapper).
 func (r *Runner) runtime(name string, netstack, userns bool) (string, any, error) {
+	if r.shimContent != "" {
+		// Another boxer on this state directory (another build, its
+		// boxer-wrap elsewhere) may have written it since: each sandbox
+		// gets the wrapper this process knows to work, as the runsc and
+		// runc wrappers below do.
+		if _, err := writeScript(r.shim, r.shimContent); err != nil {
+			return "", nil, err
+		}
+	}
 	switch name {
 	case "runc":
 		if userns {
