@@ -7,7 +7,8 @@ RUNC_VERSION       := v1.5.2
 GVISOR_VERSION     := v0.0.0-20260905035102-160fafc42237
 LIBEXEC            := /usr/local/lib/boxer/bin
 # boxer-init, every sandbox's PID 1 (init/boxer-init.c): static, so that
-# it runs in any image, and small (one process, one thread).
+# it runs in any image, and small (one process, one thread); boxer-wrap
+# (init/boxer-wrap.c) the same way.
 INIT_CC            := cc -static -Os -s -Wall -Wextra -Werror
 # Go from the PATH, else the usual tarball location.
 GO                 ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -22,7 +23,8 @@ all: build
 # pkg-config) from apt; then containerd (daemon, runc shim, ctr), runc and
 # runsc (gVisor), built from the Go module proxy at the versions pinned above
 # into $(LIBEXEC), each only when what is there is not its pinned version;
-# and boxer-init, every sandbox's PID 1, built with the C compiler.
+# and boxer-init, every sandbox's PID 1, and boxer-wrap, the interpreter of
+# boxer's runtime wrappers, built with the C compiler.
 # Each binary is built into $(LIBEXEC)/.build and renamed into place, so a
 # sandbox starting meanwhile runs the old binary or the new one, never half.
 deps:
@@ -59,11 +61,13 @@ deps:
 			github.com/opencontainers/runc@$(RUNC_VERSION) && \
 		mv -f $(LIBEXEC)/.build/runc $(LIBEXEC)/runc && rmdir $(LIBEXEC)/.build; \
 	fi
-	@# boxer-init from this checkout's source, replaced (by a rename) only
-	@# when the build differs from what is there.
-	@mkdir -p $(LIBEXEC) && $(INIT_CC) -o $(LIBEXEC)/.boxer-init.new init/boxer-init.c && \
-	if cmp -s $(LIBEXEC)/.boxer-init.new $(LIBEXEC)/boxer-init; then rm -f $(LIBEXEC)/.boxer-init.new; \
-	else echo "==> building boxer-init into $(LIBEXEC)"; mv -f $(LIBEXEC)/.boxer-init.new $(LIBEXEC)/boxer-init; fi
+	@# boxer-init and boxer-wrap from this checkout's source, each replaced
+	@# (by a rename) only when the build differs from what is there.
+	@for p in boxer-init boxer-wrap; do \
+		mkdir -p $(LIBEXEC) && $(INIT_CC) -o $(LIBEXEC)/.$$p.new init/$$p.c && \
+		if cmp -s $(LIBEXEC)/.$$p.new $(LIBEXEC)/$$p; then rm -f $(LIBEXEC)/.$$p.new; \
+		else echo "==> building $$p into $(LIBEXEC)"; mv -f $(LIBEXEC)/.$$p.new $(LIBEXEC)/$$p; fi || exit 1; \
+	done
 	@# runsc static (CGO_ENABLED=0): a dynamic one cannot re-execute itself
 	@# inside its chroot, where its ELF interpreter is missing. A plain build
 	@# says VERSION_MISSING: the pin is stamped into gVisor's version variable.
@@ -107,14 +111,17 @@ test-deps:
 		mkdir -p $$dir && dpkg-deb -x $${pkg}_*.deb $$dir && cd / && rm -rf $$tmp || exit 1; \
 	done
 
-# build leaves boxer-init beside boxer, where boxer looks for it first.
+# build leaves boxer-init and boxer-wrap beside boxer, where boxer looks
+# for them first.
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
 	$(INIT_CC) -o bin/boxer-init init/boxer-init.c
+	$(INIT_CC) -o bin/boxer-wrap init/boxer-wrap.c
 
 install: build
 	install -m 0755 bin/boxer /usr/local/bin/boxer
 	install -D -m 0755 bin/boxer-init $(LIBEXEC)/boxer-init
+	install -D -m 0755 bin/boxer-wrap $(LIBEXEC)/boxer-wrap
 
 # demo sets everything up and runs a first sandbox.
 demo: deps install

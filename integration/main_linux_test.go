@@ -74,12 +74,15 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building boxer:", err)
 		return 1
 	}
-	// boxer-init beside boxer, where boxer looks for it first.
-	cc := exec.Command("cc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", filepath.Join(base, "boxer-init"), "../init/boxer-init.c")
-	cc.Stdout, cc.Stderr = os.Stderr, os.Stderr
-	if err := cc.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building boxer-init:", err)
-		return 1
+	// boxer-init and boxer-wrap beside boxer, where boxer looks for them
+	// first.
+	for _, name := range []string{"boxer-init", "boxer-wrap"} {
+		cc := exec.Command("cc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", filepath.Join(base, name), "../init/"+name+".c")
+		cc.Stdout, cc.Stderr = os.Stderr, os.Stderr
+		if err := cc.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
+			return 1
+		}
 	}
 	stateDir, rootDir = filepath.Join(base, "s"), filepath.Join(base, "r")
 	testEnv = boxerEnv(rootDir, stateDir)

@@ -84,6 +84,16 @@ func ShimScript(real string) string {
 	return fmt.Sprintf(shimScript, shellQuote(real), shellQuote(RuncRoot), printfOctal(nothingDeleted()))
 }
 
+// ShimWrap returns the directives of the runc shim's wrapper at real for
+// boxer-wrap (init/boxer-wrap.c): what shimScript does, without a shell.
+func ShimWrap(real string) []string {
+	return []string{
+		"delete-root " + RuncRoot,
+		fmt.Sprintf("delete-answer %x", nothingDeleted()),
+		"exec " + real,
+	}
+}
+
 // nothingDeleted is the shim's answer to "delete" when there was nothing to
 // delete: exit status 255, no pid, no exit time.
 func nothingDeleted() []byte {

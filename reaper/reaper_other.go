@@ -51,5 +51,8 @@ func WriteFileAtomic(string, []byte, os.FileMode) error { return errNotLinux }
 // ShimScript is empty off Linux.
 func ShimScript(string) string { return "" }
 
+// ShimWrap is empty off Linux.
+func ShimWrap(string) []string { return nil }
+
 // OwnerOf is "" off Linux.
 func OwnerOf(int) string { return "" }

@@ -43,6 +43,11 @@ type Runner struct {
 	// shim is the runtime for containerd: io.containerd.runc.v2, or the
 	// path of boxer's wrapper around it (see reaper.ShimScript).
 	shim string
+	// wrap is boxer-wrap, the wrappers' interpreter; empty: they are
+	// /bin/sh scripts (see wrap_linux.go).
+	wrap string
+	// shimContent is what the file shim holds when it is boxer's wrapper.
+	shimContent string
 	// realShim is the runc shim's binary and bundlesDir containerd's task
 	// bundles, where known (boxer's private daemon): for the reaper.
 	realShim   string
@@ -98,6 +103,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		useStandby: o.Standby,
 		handOff:    o.HandOff,
 		shim:       runcShim,
+		wrap:       wrapBinary(),
 		secrets:    o.Secrets,
 		keeper:     o.Keeper,
 		inject:     o.Inject,
@@ -156,8 +162,14 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 	if r.realShim == "" {
 		return
 	}
-	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), reaper.ShimScript(r.realShim)); err == nil {
-		r.shim = p
+	script := reaper.ShimScript(r.realShim)
+	if r.wrap != "" {
+		if w, ok := wrapFile(r.wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
+			script = w
+		}
+	}
+	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), script); err == nil {
+		r.shim, r.shimContent = p, script
 	} else {
 		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
 	}

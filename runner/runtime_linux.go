@@ -50,6 +50,15 @@ func runscNetstackFlags() []string {
 // namespace of boxer's runs through a wrapper that sets its rlimits (see
 // runcUsernsWrapper).
 func (r *Runner) runtime(name string, netstack, userns bool) (string, any, error) {
+	if r.shimContent != "" {
+		// Another boxer on this state directory (another build, its
+		// boxer-wrap elsewhere) may have written it since: each sandbox
+		// gets the wrapper this process knows to work, as the runsc and
+		// runc wrappers below do.
+		if _, err := writeScript(r.shim, r.shimContent); err != nil {
+			return "", nil, err
+		}
+	}
 	switch name {
 	case "runc":
 		if userns {
@@ -162,6 +171,15 @@ func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
 	if netstack {
 		name, flags = "runsc-netstack", runscNetstackFlags()
 	}
+	if r.wrap != "" {
+		directives := make([]string, 0, len(flags)+1)
+		for _, f := range flags {
+			directives = append(directives, "arg "+f)
+		}
+		if w, ok := wrapFile(r.wrap, "runsc with boxer's flags, for containerd's runc shim.", append(directives, "exec "+bin)...); ok {
+			return writeScript(filepath.Join(r.stateDir, name), w)
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Written by boxer: runsc with boxer's flags, for containerd's runc shim.\nexec %s", bin)
 	for _, f := range flags {
@@ -182,6 +200,11 @@ func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
 func (r *Runner) runcUsernsWrapper() (string, error) {
 	nofile := strconv.FormatUint(r.host.NoFile, 10)
 	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
+	if r.wrap != "" {
+		if w, ok := wrapFile(r.wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "exec runc"); ok {
+			script = w
+		}
+	}
 	return writeScript(filepath.Join(r.stateDir, "runc-userns-"+nofile), script)
 }
 

@@ -1,0 +1,55 @@
+package runner
+
+// This file finds boxer-wrap and writes the wrapper files it reads.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/boxer-dev/boxer/daemon"
+)
+
+// WrapName is boxer-wrap's file name (init/boxer-wrap.c): the interpreter
+// of boxer's wrappers around the runc shim, runsc and runc, found where
+// boxer-init is.
+const WrapName = "boxer-wrap"
+
+// wrapBinary finds boxer-wrap as initBinary finds boxer-init; empty when
+// there is none, or when its path cannot stand in an interpreter line
+// (the kernel ends the interpreter's path at a blank). Without it the
+// wrappers are /bin/sh scripts, which cost a shell's start per runtime
+// command.
+func wrapBinary() string {
+	var p string
+	if exe, err := os.Executable(); err == nil {
+		if c := filepath.Join(filepath.Dir(exe), WrapName); isExecutable(c) {
+			p = c
+		}
+	}
+	if p == "" {
+		if c, err := daemon.RuntimeBinary(WrapName); err == nil {
+			p, _ = filepath.Abs(c)
+		}
+	}
+	if p == "" || strings.ContainsAny(p, " \t\n") || len(p) > 120 {
+		return ""
+	}
+	return p
+}
+
+// wrapFile is the content of a wrapper file that boxer-wrap at wrap
+// interprets: a comment saying what it is, then one directive a line.
+// ok is false when a directive's value holds a newline, which cannot be
+// written as one.
+func wrapFile(wrap, comment string, directives ...string) (content string, ok bool) {
+	var b strings.Builder
+	b.WriteString("#!" + wrap + "\n# Written by boxer: " + comment + "\n")
+	for _, d := range directives {
+		if strings.Contains(d, "\n") {
+			return "", false
+		}
+		b.WriteString(d + "\n")
+	}
+	return b.String(), true
+}
