@@ -46,6 +46,10 @@ type SessionRequest struct {
 	// Held sessions end with the process that made them (a server's, an
 	// MCP client's); others live on their own until they expire.
 	Held bool
+	// NoPreload asks for a session whose interpreter has imported nothing
+	// ahead of its calls: it never takes a ready session (those hold a
+	// preset's Preload modules).
+	NoPreload bool
 }
 
 // SessionMaxima are an operator's caps on sessions.

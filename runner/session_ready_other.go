@@ -1,0 +1,15 @@
+//go:build !linux
+
+package runner
+
+// Ready sessions off Linux: there are none.
+
+import "context"
+
+// StartReadySessions fails off Linux.
+func (r *Runner) StartReadySessions(context.Context, []string, int, Maxima, SessionMaxima) error {
+	return ErrNotLinux
+}
+
+// ReadySessions is 0 off Linux.
+func (r *Runner) ReadySessions() int { return 0 }
