@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
@@ -54,6 +55,8 @@ type readyPool struct {
 	wg     sync.WaitGroup
 	smax   SessionMaxima
 	shapes map[Shape]*readyShape
+	// claimed counts the sessions requests took.
+	claimed atomic.Int64
 }
 
 // readyShape keeps size ready sessions of one request's shape.
@@ -276,6 +279,7 @@ func (r *Runner) claimReady(ctx context.Context, sr SessionRequest, req Request,
 		}
 		s, err := r.claimSession(ctx, sb, sr, req, idle, lifetime, p.smax)
 		if err == nil {
+			p.claimed.Add(1)
 			return s, true
 		}
 		log.G(ctx).WithError(err).Warnf("claiming ready session %s", sb.id)
@@ -367,4 +371,12 @@ func (r *Runner) ReadySessions() int {
 		}
 	}
 	return n
+}
+
+// ReadyClaims counts the sessions requests took ready.
+func (r *Runner) ReadyClaims() int64 {
+	if r.ready == nil {
+		return 0
+	}
+	return r.ready.claimed.Load()
 }

@@ -13,3 +13,6 @@ func (r *Runner) StartReadySessions(context.Context, []string, int, Maxima, Sess
 
 // ReadySessions is 0 off Linux.
 func (r *Runner) ReadySessions() int { return 0 }
+
+// ReadyClaims is 0 off Linux.
+func (r *Runner) ReadyClaims() int64 { return 0 }
