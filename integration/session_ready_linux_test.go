@@ -3,9 +3,11 @@ package integration
 // Ready sessions: made and preloaded ahead of requests, claimed by one caller each.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/runner"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // readyProbe prints what a call can see of its session, after importing
@@ -209,4 +212,63 @@ func stopServer(t *testing.T, s *server) {
 	if !strings.Contains(s.log.String(), "boxer: stopped") {
 		t.Errorf("the server did not say it stopped: %s", s.log)
 	}
+}
+
+// TestSessionReadyMCP: create_session of boxer mcp takes a ready session
+// (pandas imported before its first call), and preload false a fresh one;
+// nothing is left once the client disconnects.
+func TestSessionReadyMCP(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) { testSessionReadyMCP(t, rt) })
+	}
+}
+
+func testSessionReadyMCP(t *testing.T, rt string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "mcp", "--warm", "", "--ready-sessions", "1", "--ready", "python-data:"+rt)
+	cmd.Env = testEnv
+	c := mcp.NewClient(&mcp.Implementation{Name: "boxer-test", Version: "1"}, nil)
+	session, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	// A failure disconnects before the context ends, which would kill
+	// boxer mcp and leave its sessions to the next command.
+	defer func() {
+		_ = session.Close()
+		_ = cmd.Wait()
+	}()
+	call := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s %v: %v %+v", tool, args, err, res)
+		}
+		var m map[string]any
+		data, _ := json.Marshal(res.StructuredContent)
+		must(t, json.Unmarshal(data, &m))
+		return m
+	}
+	// preloaded makes a session with args and says whether pandas was
+	// imported before its first call.
+	preloaded := func(args map[string]any) bool {
+		id := call("create_session", args)["id"].(string)
+		out := call("run_code", map[string]any{"session_id": id, "code": "import sys\nprint('pandas' in sys.modules)"})
+		call("close_session", map[string]any{"session_id": id})
+		return out["stdout"] == "True\n"
+	}
+	if preloaded(map[string]any{"lang": "python-data", "runtime": rt, "preload": false}) {
+		t.Errorf("create_session with preload false took a ready session")
+	}
+	// The ready session is made in the background: the first creates may
+	// come before it.
+	for deadline := time.Now().Add(90 * time.Second); !preloaded(map[string]any{"lang": "python-data", "runtime": rt}); time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("create_session took no ready session in 90s")
+		}
+	}
+	must(t, session.Close())
+	_ = cmd.Wait()
+	assertClean(t)
 }
