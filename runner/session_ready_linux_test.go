@@ -1,5 +1,7 @@
 package runner
 
+// Ready sessions: which requests may take one.
+
 import "testing"
 
 // TestReadyFor: which session requests may take a ready session (their
