@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -271,4 +272,49 @@ func testSessionReadyMCP(t *testing.T, rt string) {
 	must(t, session.Close())
 	_ = cmd.Wait()
 	assertClean(t)
+}
+
+// readyIDs lists the ready sessions in containerd (made or being made).
+func readyIDs(t *testing.T) []string {
+	t.Helper()
+	cs, err := client.Containers(context.Background(), `labels."`+reaper.LabelSessionReady+`"`)
+	if err != nil {
+		t.Fatalf("listing ready sessions: %v", err)
+	}
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID())
+	}
+	return ids
+}
+
+// TestSessionReadyAge: a ready session no request takes is replaced once
+// it is --ready-max-age old, and removed; its replacement is preloaded.
+func TestSessionReadyAge(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			s := startServer(t, "--warm", "", "--ready-sessions", "1", "--ready", "python-data:"+rt, "--ready-max-age", "3s")
+			waitReady(t, s, "", 1)
+			first := readyIDs(t)
+			if len(first) != 1 {
+				t.Fatalf("ready sessions in containerd: %v, want one", first)
+			}
+			deadline := time.Now().Add(90 * time.Second)
+			for ids := readyIDs(t); len(ids) != 1 || ids[0] == first[0] || readyMetric(t, s, "", "boxer_ready_sessions") != 1; ids = readyIDs(t) {
+				if time.Now().After(deadline) {
+					t.Fatalf("ready session %s not replaced after 90s: %v", first[0], ids)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if _, err := client.LoadContainer(context.Background(), first[0]); err == nil {
+				t.Errorf("the old ready session %s is still there", first[0])
+			}
+			sess := newSession(t, s, "", `{"lang":"python-data","runtime":"`+rt+`"}`)
+			if pre, _ := preloaded(t, s, "", sess.ID, false); !pre {
+				t.Errorf("the replacement ready session was not preloaded")
+			}
+			stopServer(t, s)
+			assertClean(t)
+		})
+	}
 }

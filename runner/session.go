@@ -23,6 +23,9 @@ const (
 	// DefaultMaxSessions is how many sessions may live at once in one
 	// containerd namespace unless the operator says otherwise.
 	DefaultMaxSessions = 16
+	// DefaultReadyMaxAge is how long a ready session waits for a request
+	// before it is replaced, unless the operator says otherwise.
+	DefaultReadyMaxAge = 2 * time.Minute
 )
 
 // Field names of a session request, beside a Request's.

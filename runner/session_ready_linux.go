@@ -30,7 +30,7 @@ import (
 // lifetime counted from the claim; its record is the request's. It
 // serves that caller only, as a fresh session would; the pool makes
 // another in the background. One nobody claims is replaced once it is
-// readyMaxAge old, so that a claimed session is never much older than a
+// its pool's maxAge old (DefaultReadyMaxAge unless the operator says), so that a claimed session is never much older than a
 // fresh one (gVisor's /proc/uptime and a process's start time are the
 // sandbox's).
 //
@@ -40,14 +40,8 @@ import (
 // print(1) 191 ms, with import pandas 729 ms), and a short first timeout
 // could cut them. A ready session pays them before the request.
 
-const (
-	// readyMaxAge is how long a ready session waits for a request before
-	// it is replaced.
-	readyMaxAge = 2 * time.Minute
-	// readyLoadTimeout bounds the preload of a ready session's
-	// interpreter.
-	readyLoadTimeout = time.Minute
-)
+// readyLoadTimeout bounds the preload of a ready session's interpreter.
+const readyLoadTimeout = time.Minute
 
 // readyPool keeps the ready sessions of a Runner, by shape.
 type readyPool struct {
@@ -55,6 +49,7 @@ type readyPool struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	smax   SessionMaxima
+	maxAge time.Duration
 	shapes map[Shape]*readyShape
 	// claimed counts the sessions requests took.
 	claimed atomic.Int64
@@ -77,16 +72,16 @@ type readySession struct {
 }
 
 // StartReadySessions keeps size ready sessions for each entry of langs
-// ("python-data" on the runtime of max's default, "python-data:runsc"),
-// shaped for a session request of that language whose limits are the
-// defaults within max, until Close. Sessions of another shape are made
-// when asked for.
-func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size int, max Maxima, smax SessionMaxima) error {
+// ("python-data" on runc, "python-data:runsc"), shaped for a session
+// request of that language whose limits are the defaults within max, each
+// replaced once it is maxAge old (0: DefaultReadyMaxAge), until Close.
+// Sessions of another shape are made when asked for.
+func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size int, maxAge time.Duration, max Maxima, smax SessionMaxima) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &readyPool{ctx: ctx, cancel: cancel, smax: smax, shapes: map[Shape]*readyShape{}}
+	p := &readyPool{ctx: ctx, cancel: cancel, smax: smax, maxAge: or(maxAge, DefaultReadyMaxAge), shapes: map[Shape]*readyShape{}}
 	for _, entry := range langs {
 		req, err := poolRequest(entry, max)
 		if err == nil && req.egress() {
@@ -122,12 +117,12 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 	for ctx.Err() == nil {
 		rs.mu.Lock()
 		var old *sandbox
-		wait := readyMaxAge
+		wait := p.maxAge
 		if n := len(rs.ready); n > 0 {
-			if age := time.Since(rs.ready[0].made); age >= readyMaxAge {
+			if age := time.Since(rs.ready[0].made); age >= p.maxAge {
 				old, rs.ready = rs.ready[0].sb, rs.ready[1:]
 			} else if n >= rs.size {
-				wait = readyMaxAge - age
+				wait = p.maxAge - age
 			}
 		}
 		full := len(rs.ready) >= rs.size
@@ -149,7 +144,7 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 			// the run next to it.
 			r.pool.settle(ctx, func() bool { return false })
 		}
-		sb, err := r.makeReady(ctx, rs.req, p.smax)
+		sb, err := r.makeReady(ctx, rs.req, p.smax, p.maxAge)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.G(ctx).WithError(err).Warn("making a ready session")
@@ -170,7 +165,7 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 
 // makeReady makes a ready session of req's shape and waits until its
 // interpreter has imported its preset's Preload modules.
-func (r *Runner) makeReady(ctx context.Context, req Request, smax SessionMaxima) (_ *sandbox, retErr error) {
+func (r *Runner) makeReady(ctx context.Context, req Request, smax SessionMaxima, maxAge time.Duration) (_ *sandbox, retErr error) {
 	rootfs, err := r.rootfsFor(ctx, req)
 	if err != nil {
 		return nil, err
@@ -180,8 +175,8 @@ func (r *Runner) makeReady(ctx context.Context, req Request, smax SessionMaxima)
 	// Its sandbox lives as long as a session claimed at its oldest may:
 	// the claim sets the deadline, within the backstop a fresh one would
 	// have.
-	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime) + readyMaxAge + time.Minute)
-	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: readyMaxAge}
+	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime) + maxAge + time.Minute)
+	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: maxAge}
 	defer func() {
 		if retErr != nil {
 			if err := sb.destroy(ctx); err != nil {
@@ -264,7 +259,7 @@ func (r *Runner) claimReady(ctx context.Context, sr SessionRequest, req Request,
 			// The youngest: the nearest a fresh one.
 			last := rs.ready[len(rs.ready)-1]
 			rs.ready = rs.ready[:len(rs.ready)-1]
-			if time.Since(last.made) < readyMaxAge {
+			if time.Since(last.made) < p.maxAge {
 				sb = last.sb
 			} else {
 				r.destroyReadyLater(ctx, last.sb)

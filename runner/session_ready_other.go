@@ -4,10 +4,13 @@ package runner
 
 // Ready sessions off Linux: there are none.
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // StartReadySessions fails off Linux.
-func (r *Runner) StartReadySessions(context.Context, []string, int, Maxima, SessionMaxima) error {
+func (r *Runner) StartReadySessions(context.Context, []string, int, time.Duration, Maxima, SessionMaxima) error {
 	return ErrNotLinux
 }
 

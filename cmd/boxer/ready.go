@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/urfave/cli/v2"
@@ -16,6 +17,7 @@ func readyFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "ready-sessions", Value: 0, Usage: "sessions to keep made and preloaded ahead of requests, per --ready language: a matching create takes one at once (each serves one caller)"},
 		&cli.StringFlag{Name: "ready", Usage: "languages of the ready sessions, comma-separated: LANG on the default runtime, LANG:RUNTIME on another (default: those of --warm, and python-data)"},
+		&cli.DurationFlag{Name: "ready-max-age", Value: runner.DefaultReadyMaxAge, Usage: "replace a ready session no request took after this long (under gVisor a session's uptime counts from when it was made)"},
 	}
 }
 
@@ -26,6 +28,9 @@ func startReady(c *cli.Context, r *runner.Runner, max runner.Maxima, smax runner
 	n := c.Int("ready-sessions")
 	if n < 0 {
 		return fail("--ready-sessions must not be negative")
+	}
+	if c.Duration("ready-max-age") < time.Second {
+		return fail("--ready-max-age must be at least 1s")
 	}
 	var langs []string
 	if c.IsSet("ready") {
@@ -51,7 +56,7 @@ func startReady(c *cli.Context, r *runner.Runner, max runner.Maxima, smax runner
 			entries = append(entries, l)
 		}
 	}
-	if err := r.StartReadySessions(c.Context, entries, n, max, smax); err != nil {
+	if err := r.StartReadySessions(c.Context, entries, n, c.Duration("ready-max-age"), max, smax); err != nil {
 		var fe *runner.FieldError
 		if errors.As(err, &fe) {
 			return fail("--ready: %s", fe.Render(nil))
