@@ -46,12 +46,21 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
+	only := flag.String("only", "", "run one row only: ready-session")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
-	if *table {
+	switch {
+	case *only == "ready-session":
+		var r row
+		if r, err = benchReadySession(*n, *boxerBin, address()); err == nil {
+			printReadySession(r)
+		}
+	case *only != "":
+		err = fmt.Errorf("-only %q: the row to run alone is ready-session", *only)
+	case *table:
 		err = run(*n, *rssRuns, *boxerBin)
-	} else {
+	default:
 		err = benchMemory(*boxerBin, address(), *rssRuns)
 	}
 	// Checked when every engine the bench started has stopped: whatever
@@ -289,6 +298,11 @@ func run(n, rssRuns int, boxerBin string) error {
 		return err
 	}
 	serve = append(serve, fleet)
+	readyRow, err := benchReadySession(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
+	serve = append(serve, readyRow)
 	execRow, err := benchExec(n, boxerBin, address)
 	if err != nil {
 		return err
@@ -415,6 +429,8 @@ func run(n, rssRuns int, boxerBin string) error {
 			if oneShot := serveTimes["boxer serve, warm, every 0.5 s"]; oneShot > 0 {
 				fmt.Printf("session call (warm interpreter) / boxer serve, warm, every 0.5 s = %.2f (target <= 0.5)\n", float64(median(r.times))/float64(oneShot))
 			}
+		case readySessionRow:
+			fmt.Printf("%s p50 = %.1f ms (target <= 100)\n", r.name, ms(median(r.times)))
 		case "boxer serve, warm, back to back":
 			fmt.Printf("boxer serve, warm, runs/s at four clients / runc run's at four workers = %.2f\n", r.rate4/runc4)
 			if taskModel4 > 0 {

@@ -42,6 +42,12 @@ const (
 	// process (nor the maker's own sweeps) ends, lists or calls it,
 	// whatever its task's state; once the maker is gone, it is reaped.
 	LabelSessionMade = "boxer.session.made"
+	// LabelSessionReady marks a session a server made ahead of requests
+	// (a ready session): it stays unmade, its maker's alone, until a
+	// request claims it, which removes this label as it marks it made. A
+	// ready session is no caller's and counts against no cap; once its
+	// maker is gone, it is reaped like any session being made.
+	LabelSessionReady = "boxer.session.ready"
 	// LabelSessionEnding says why a session is being removed, and
 	// LabelSessionEnder which process removes it: a remover sets both
 	// before it removes anything, so that another process that finds the

@@ -59,6 +59,7 @@ type Runner struct {
 	egress  egressSetup
 	userns  usernsSetup
 	pool    *pool
+	ready   *readyPool
 	// shims are the shared shims of runc sandboxes; nil: a shim each.
 	shims      *shimSet
 	shimWarned atomic.Bool
@@ -183,6 +184,7 @@ func (r *Runner) Client() *containerd.Client { return r.client }
 func (r *Runner) Close() error {
 	owner, ids := r.TakeHandedOff()
 	r.RemoveSandboxes(context.Background(), owner, ids)
+	r.closeReady()
 	r.closePool()
 	r.cleanups.Wait()
 	r.closeShims()

@@ -23,6 +23,9 @@ const (
 	// DefaultMaxSessions is how many sessions may live at once in one
 	// containerd namespace unless the operator says otherwise.
 	DefaultMaxSessions = 16
+	// DefaultReadyMaxAge is how long a ready session waits for a request
+	// before it is replaced, unless the operator says otherwise.
+	DefaultReadyMaxAge = 2 * time.Minute
 )
 
 // Field names of a session request, beside a Request's.
@@ -46,6 +49,10 @@ type SessionRequest struct {
 	// Held sessions end with the process that made them (a server's, an
 	// MCP client's); others live on their own until they expire.
 	Held bool
+	// NoPreload asks for a session whose interpreter has imported nothing
+	// ahead of its calls: it never takes a ready session (those hold a
+	// preset's Preload modules).
+	NoPreload bool
 }
 
 // SessionMaxima are an operator's caps on sessions.

@@ -7,7 +7,11 @@
 # writes, so that the FIFO keeps a writer and fd 0 never reads an end
 # between two callers. A "cell" frame runs a code interpreter's cell
 # (session_cell.py, delivered beside this file): its results and error
-# come back as "rec" frames, JSON lines, before its exit frame.
+# come back as "rec" frames, JSON lines, before its exit frame. A "load"
+# frame, which boxer sends a ready session before any call
+# (runner/session_ready_linux.go), names modules to import ahead of the
+# calls: the driver imports them into sys.modules only (no name is bound
+# in the calls' namespace) and answers "ready".
 import contextlib
 import importlib.util
 import io
@@ -89,7 +93,9 @@ def reader(wire, calls):
                 os.close(stdins.pop(old))
             r, w = os.pipe()
             stdins[call] = w
-            calls.put((call, data.decode("ascii", "replace"), r, kind == b"cell"))
+            calls.put((call, data.decode("ascii", "replace"), r, kind))
+        elif kind == b"load":
+            calls.put((call, data.decode("ascii", "replace"), None, kind))
         elif kind in (b"in", b"eof") and call in stdins:
             w = stdins[call]
             try:
@@ -168,6 +174,17 @@ def send_record(wire, call, rec):
         wire.send(b"rec", call, data[i:i + CHUNK])
 
 
+def preload(names):
+    """Imports names (comma-separated) before any call; one that fails is
+    left out, as a fresh interpreter would not have it either."""
+    for name in names.split(","):
+        if name:
+            try:
+                importlib.import_module(name)
+            except BaseException:
+                pass
+
+
 def serve(wire, call, name, stdin, ns, cell):
     """Runs one call with its own streams, then sends its exit frame; a
     cell's records go after its output."""
@@ -232,10 +249,18 @@ def main():
     sys.argv = [""]
     sys.path[0] = "/workspace"
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
+    served = False
     while True:
-        call, name, stdin, cell = calls.get()
+        call, name, stdin, kind = calls.get()
         try:
-            serve(wire, call, name, stdin, ns, cell)
+            if kind == b"load":
+                # Only before the first call: a call's modules are its own.
+                if not served:
+                    preload(name)
+                wire.send(b"ready", call)
+                continue
+            served = True
+            serve(wire, call, name, stdin, ns, kind == b"cell")
         except BaseException:
             # The wire broke (boxer reads no more): the next caller ends
             # the session when it finds the interpreter gone.

@@ -135,6 +135,10 @@ func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []End
 		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller {
 			continue
 		}
+		if info.Labels[reaper.LabelSessionReady] != "" {
+			// No caller's: the ready pool removes it (closeReady).
+			continue
+		}
 		_ = r.endSession(ctx, c, reason)
 		ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason})
 	}

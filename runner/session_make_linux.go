@@ -87,6 +87,9 @@ type sessionMeta struct {
 	// ends itself then.
 	backstop time.Time
 	idle     time.Duration
+	// ready: made ahead of requests, it stays unmade until one claims it
+	// (session_ready_linux.go).
+	ready bool
 }
 
 // sessionRecord is a session's request, in its run directory. Deadline
@@ -114,6 +117,9 @@ func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]str
 	labels[reaper.LabelSessionDeadline] = strconv.FormatInt(m.deadline.Unix(), 10)
 	labels[reaper.LabelSessionIdle] = strconv.FormatInt(int64(m.idle/time.Second), 10)
 	labels[reaper.LabelSessionUsed] = strconv.FormatInt(time.Now().Unix(), 10)
+	if m.ready {
+		labels[reaper.LabelSessionReady] = "true"
+	}
 }
 
 func (r *Runner) newSessionID() string {
@@ -168,6 +174,9 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	}
 	if err := r.checkSecretsAvailable(req); err != nil {
 		return Session{}, err
+	}
+	if s, ok := r.claimReady(ctx, sr, req, idle, lifetime); ok {
+		return s, nil
 	}
 	rootfs, err := r.rootfsFor(ctx, req)
 	if err != nil {
@@ -236,7 +245,11 @@ func (r *Runner) sessionRoom(ctx context.Context, max int) error {
 		if err != nil {
 			continue
 		}
-		// One being made counts: it will be a session.
+		// One being made counts: it will be a session. A ready one is no
+		// caller's yet: its claim is counted as a session made.
+		if info.Labels[reaper.LabelSessionReady] != "" {
+			continue
+		}
 		if reason, _ := r.expire(ctx, c, info, true); reason == "" {
 			live++
 		}
@@ -306,6 +319,10 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 		if err != nil {
 			return &runtimeError{step: "starting the session's interpreter", err: err}
 		}
+	}
+	if sb.session.ready {
+		// A ready session is made when a request claims it (claimReady).
+		return nil
 	}
 	// Made: its idle time starts now; other processes may end it from now
 	// on, and (not held) it lives on its own (see reaper.SessionEnd).

@@ -105,6 +105,7 @@ func New(r *runner.Runner, cfg Config) *Server {
 		}),
 		audit: &auditLog{w: cfg.Audit},
 	}
+	s.metrics.addReadyMetrics(r)
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
 	s.done = make(chan struct{})
 	if r != nil {

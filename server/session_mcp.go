@@ -24,6 +24,7 @@ type CreateSessionInput struct {
 	Timeout     string   `json:"timeout,omitempty" jsonschema:"each call's default wall clock limit, like 30s"`
 	IdleTimeout string   `json:"idle_timeout,omitempty" jsonschema:"end the session after this long without a call, like 10m"`
 	Lifetime    string   `json:"lifetime,omitempty" jsonschema:"end the session this long after it starts, like 1h"`
+	Preload     *bool    `json:"preload,omitempty" jsonschema:"false: an interpreter that has imported nothing ahead of the calls (default true: a ready session, its language's modules imported, when the server has one)"`
 	Secrets     []string `json:"secrets,omitempty" jsonschema:"secrets the session's processes get by name, from those the server holds: NAME (the file /run/secrets/NAME) or NAME,env (and the variable NAME); their values are masked in every output of the session. Never a value"`
 }
 
@@ -42,7 +43,7 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 			"It ends after idle_timeout without a call, at its lifetime, with close_session, or when this client disconnects.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, runner.Session, error) {
 		rr := RunRequest{Lang: in.Lang, Input: Input{Runtime: in.Runtime, Memory: in.Memory, CPUs: in.CPUs, Pids: in.Pids, TmpSize: in.TmpSize, Timeout: in.Timeout, Secrets: in.Secrets}}
-		sr, err := SessionRequest{RunRequest: rr, IdleTimeout: in.IdleTimeout, Lifetime: in.Lifetime}.sessionRequest(max, mcpCaller)
+		sr, err := SessionRequest{RunRequest: rr, IdleTimeout: in.IdleTimeout, Lifetime: in.Lifetime, Preload: in.Preload}.sessionRequest(max, mcpCaller)
 		if err != nil {
 			return nil, runner.Session{}, err
 		}

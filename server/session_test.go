@@ -30,3 +30,18 @@ func TestSessionRequestRefuses(t *testing.T) {
 		t.Errorf("a plain session: %v", err)
 	}
 }
+
+// TestSessionRequestPreload: preload false asks for a session that never
+// is a ready one; unset or true may be.
+func TestSessionRequestPreload(t *testing.T) {
+	no, yes := false, true
+	for _, tc := range []struct {
+		preload *bool
+		want    bool
+	}{{nil, false}, {&yes, false}, {&no, true}} {
+		sr, err := (SessionRequest{RunRequest: RunRequest{Lang: "python-data"}, Preload: tc.preload}).sessionRequest(runner.Maxima{}, "anonymous")
+		if err != nil || sr.NoPreload != tc.want {
+			t.Errorf("preload %v: NoPreload = %v (%v), want %v", tc.preload, sr.NoPreload, err, tc.want)
+		}
+	}
+}

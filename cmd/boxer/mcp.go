@@ -28,7 +28,7 @@ capped by the --max-* flags (docs/http.md: boxer mcp).`,
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
-		}, append(append(append(append(append(warmFlags(1), shimFlags()...), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
+		}, append(append(append(append(append(append(warmFlags(1), readyFlags()...), shimFlags()...), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
 		Action: func(c *cli.Context) error {
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
@@ -63,6 +63,9 @@ capped by the --max-* flags (docs/http.md: boxer mcp).`,
 			}
 			smax, err := sessionMaxima(c)
 			if err != nil {
+				return err
+			}
+			if err := startReady(c, r, max, smax, ""); err != nil {
 				return err
 			}
 			s, err := server.NewMCP(r, max, smax, c.Int("concurrency"), version)

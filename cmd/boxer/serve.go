@@ -53,6 +53,7 @@ loopback needs --token-file. SIGTERM lets runs in flight finish
 		Action: serveAction,
 	}
 	cmd.Flags = append(cmd.Flags, warmFlags(cpus)...)
+	cmd.Flags = append(cmd.Flags, readyFlags()...)
 	cmd.Flags = append(cmd.Flags, shimFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorNetFlags()...)
 	cmd.Flags = append(cmd.Flags, usernsFlag())
@@ -179,6 +180,9 @@ func serveAction(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "boxer: warning: not every preset's image is there (%v): run 'boxer setup'\n", h.Images)
 	}
 	if err := startWarm(c, r, cfg.Max); err != nil {
+		return err
+	}
+	if err := startReady(c, r, cfg.Max, cfg.Sessions, cfg.Runtime); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)
