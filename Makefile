@@ -108,8 +108,14 @@ test-deps:
 	done
 
 # build leaves boxer-init beside boxer, where boxer looks for it first.
+# Every CLI run pays for boxer's process start, which is mostly the package
+# initialisation of all it links (BENCH.md: Start time): so boxer is static
+# (nothing in it needs libc, and a process without the dynamic loader
+# starts sooner) and built without urfave/cli's man-page and Markdown
+# writer and gRPC's x/net/trace, which nothing in boxer uses (BUILD_TAGS).
+BUILD_TAGS := urfave_cli_no_docs grpcnotrace
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
+	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS)" -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
 	$(INIT_CC) -o bin/boxer-init init/boxer-init.c
 
 install: build
