@@ -148,6 +148,7 @@ generate:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags "$(BUILD_TAGS) boxer_cli" ./cmd/boxer
 	GOOS=darwin $(GO) vet ./...
 
 test-unit:
