@@ -284,6 +284,11 @@ func run(n, rssRuns int, boxerBin string) error {
 		return err
 	}
 	serve = append(serve, sessionRow)
+	fleet, err := benchFleet(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
+	serve = append(serve, fleet)
 	execRow, err := benchExec(n, boxerBin, address)
 	if err != nil {
 		return err
@@ -399,6 +404,10 @@ func run(n, rssRuns int, boxerBin string) error {
 			if api := serveTimes[e2bAPIRow]; api > 0 {
 				fmt.Printf("E2B SDK cycle / boxer HTTP API cycle = %.2f (target <= 1.3)\n", float64(median(r.times))/float64(api))
 			}
+		case fleetRow:
+			if direct := serveTimes[sessionRow.name]; direct > 0 {
+				fmt.Printf("%s / direct = %.2f (the forwarding hop)\n", fleetRow, float64(median(r.times))/float64(direct))
+			}
 		case sessionRow.name:
 			if oneShot := serveTimes["boxer serve, warm, every 0.5 s"]; oneShot > 0 {
 				fmt.Printf("session call (warm interpreter) / boxer serve, warm, every 0.5 s = %.2f (target <= 0.5)\n", float64(median(r.times))/float64(oneShot))
@@ -488,6 +497,11 @@ func startServer(boxerBin, address string, args ...string) (*server, error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
+	return startServerOn(boxerBin, address, addr, args...)
+}
+
+// startServerOn is startServer listening on addr.
+func startServerOn(boxerBin, address, addr string, args ...string) (*server, error) {
 	cmd := exec.Command(boxerBin, append([]string{"--address", address, "serve", "--listen", addr, "--queue", "64"}, args...)...)
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {

@@ -20,18 +20,34 @@ func benchSession(n int, boxerBin, address string) (row, error) {
 		return row{}, err
 	}
 	defer s.stop()
-	resp, err := http.Post(s.url+"/v1/sessions", "application/json", strings.NewReader(`{"lang":"python"}`))
+	times, err := sessionCalls(n, s.url, s.url)
 	if err != nil {
 		return row{}, err
+	}
+	return row{name: "session call (warm interpreter), every 0.5 s", times: times}, nil
+}
+
+// sessionCalls makes a python session through the server at made and
+// times n calls of it through the one at called, one every 0.5 s.
+func sessionCalls(n int, made, called string) ([]time.Duration, error) {
+	resp, err := http.Post(made+"/v1/sessions", "application/json", strings.NewReader(`{"lang":"python"}`))
+	if err != nil {
+		return nil, err
 	}
 	var sess struct{ ID string }
 	err = json.NewDecoder(resp.Body).Decode(&sess)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusCreated {
-		return row{}, fmt.Errorf("POST /v1/sessions: %d %v", resp.StatusCode, err)
+		return nil, fmt.Errorf("POST /v1/sessions: %d %v", resp.StatusCode, err)
 	}
-	call := func(int) error {
-		resp, err := http.Post(s.url+"/v1/sessions/"+sess.ID+"/runs", "application/json", strings.NewReader(`{"code":"print(1)"}`))
+	defer func() {
+		req, _ := http.NewRequest("DELETE", made+"/v1/sessions/"+sess.ID, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	call := func() error {
+		resp, err := http.Post(called+"/v1/sessions/"+sess.ID+"/runs", "application/json", strings.NewReader(`{"code":"print(1)"}`))
 		if err != nil {
 			return err
 		}
@@ -43,18 +59,18 @@ func benchSession(n int, boxerBin, address string) (row, error) {
 		return nil
 	}
 	// The first call waits for the interpreter to start.
-	if err := call(0); err != nil {
-		return row{}, err
+	if err := call(); err != nil {
+		return nil, err
 	}
 	progress("session calls (warm interpreter): %d, one every 0.5 s", n)
 	var times []time.Duration
 	for i := 0; i < n; i++ {
 		time.Sleep(500 * time.Millisecond)
 		t := time.Now()
-		if err := call(i); err != nil {
-			return row{}, err
+		if err := call(); err != nil {
+			return nil, err
 		}
 		times = append(times, time.Since(t))
 	}
-	return row{name: "session call (warm interpreter), every 0.5 s", times: times}, nil
+	return times, nil
 }

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -60,6 +61,9 @@ type Config struct {
 	Runtime string
 	// MaxBody bounds a control-plane request body.
 	MaxBody int64
+	// Fleet, if set: sandboxes held by other members of the fleet are
+	// answered by forwarding (see fleet.go).
+	Fleet *fleet.Fleet
 }
 
 // keyForm is E2B's API key form, which the SDKs check before sending one.

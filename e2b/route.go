@@ -29,7 +29,7 @@ func (s *Server) Handler() http.Handler {
 	control := s.controlPlane()
 	envd := s.envdHandler()
 	interp := s.interpreterHandler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.fleetRoute(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, port, ok, err := target(r, s.cfg.Domain)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
@@ -63,7 +63,7 @@ func (s *Server) Handler() http.Handler {
 		default:
 			s.proxyPort(w, r, sb, port)
 		}
-	})
+	}))
 }
 
 // target reads the sandbox and port a data-plane request names, by headers

@@ -44,10 +44,16 @@ func freePort(t *testing.T) int {
 // the test's cleanup stops it by PID.
 func startServer(t *testing.T, flags ...string) *server {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	return startServerAt(t, namespace, fmt.Sprintf("127.0.0.1:%d", freePort(t)), flags...)
+}
+
+// startServerAt is startServer in containerd namespace ns, listening on
+// addr.
+func startServerAt(t *testing.T, ns, addr string, flags ...string) *server {
+	t.Helper()
 	s := &server{url: "http://" + addr, audit: filepath.Join(t.TempDir(), "audit.jsonl"), log: &bytes.Buffer{}}
 	s.client = apiClient(t, s.url)
-	args := append([]string{"--namespace", namespace, "serve", "--listen", addr, "--audit-log", s.audit}, flags...)
+	args := append([]string{"--namespace", ns, "serve", "--listen", addr, "--audit-log", s.audit}, flags...)
 	s.cmd = exec.Command(boxerBin, args...)
 	s.cmd.Env = testEnv
 	if fakeNet != nil {

@@ -53,6 +53,10 @@ type Options struct {
 	// process that holds its processes (see Runner.Keep): the boxer binary
 	// and its global flags, to which "keeper ID" is added.
 	Keeper []string
+	// SessionID, if set, makes the IDs of new sessions: "bxs-" (or the
+	// prefix it is given) and 16 hex digits, optionally followed by a dash
+	// and 20 more (a fleet's ID, naming its node; see the fleet package).
+	SessionID func(prefix string) string
 }
 
 // EgressOptions are the operator's settings of network egress.

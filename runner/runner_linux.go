@@ -59,9 +59,11 @@ type Runner struct {
 	shimWarned atomic.Bool
 	secrets    *secrets.Store
 	// keeper starts a session's keeper (Options.Keeper).
-	keeper   []string
-	inject   []secrets.Injection
-	cleanups sync.WaitGroup
+	keeper []string
+	inject []secrets.Injection
+	// sessionID makes new sessions' IDs (Options.SessionID).
+	sessionID func(prefix string) string
+	cleanups  sync.WaitGroup
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
@@ -99,6 +101,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		secrets:    o.Secrets,
 		keeper:     o.Keeper,
 		inject:     o.Inject,
+		sessionID:  o.SessionID,
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
 		client.Close()

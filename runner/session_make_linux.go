@@ -116,17 +116,33 @@ func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]str
 	labels[reaper.LabelSessionUsed] = strconv.FormatInt(time.Now().Unix(), 10)
 }
 
-func newSessionID() string {
+func (r *Runner) newSessionID() string {
+	if r.sessionID != nil {
+		return r.sessionID(sessionIDPrefix)
+	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return sessionIDPrefix + hex.EncodeToString(b)
 }
 
-// validSessionID: what newSessionID makes, and nothing that could name
-// another container or path.
+// validSessionID: what newSessionID makes (16 hex digits, and a fleet's
+// dash and 20 more), and nothing that could name another container or
+// path.
 func validSessionID(id string) bool {
 	rest, ok := strings.CutPrefix(id, sessionIDPrefix)
-	if !ok || len(rest) != 16 {
+	if !ok {
+		return false
+	}
+	if head, tail, fleet := strings.Cut(rest, "-"); fleet {
+		if len(tail) != 20 {
+			return false
+		}
+		if _, err := hex.DecodeString(tail); err != nil {
+			return false
+		}
+		rest = head
+	}
+	if len(rest) != 16 {
 		return false
 	}
 	_, err := hex.DecodeString(rest)
@@ -158,7 +174,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		return Session{}, err
 	}
 	now := time.Now()
-	sb := r.newSandbox(newSessionID(), req, false)
+	sb := r.newSandbox(r.newSessionID(), req, false)
 	// normalize capped lifetime at the maximum: the backstop is after the
 	// deadline.
 	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime))

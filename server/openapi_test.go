@@ -65,7 +65,7 @@ func TestOpenAPIMatchesHandler(t *testing.T) {
 		{"Result", reflect.TypeOf(runner.Result{}), nil},
 		{"StreamEvent", reflect.TypeOf(StreamEvent{}), nil},
 		{"Error", reflect.TypeOf(APIError{}), nil},
-		{"Health", reflect.TypeOf(runner.Health{}), nil},
+		{"Health", reflect.TypeOf(healthAnswer{}), nil},
 		{"SessionRequest", reflect.TypeOf(SessionRequest{}), sessionRefused},
 		{"CallRequest", reflect.TypeOf(CallRequest{}), nil},
 		{"Session", reflect.TypeOf(runner.Session{}), nil},

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	// PublicHealth leaves GET /healthz and GET /metrics open without the
 	// token (for probes and scrapers that cannot send one).
 	PublicHealth bool
+	// Fleet, if set, makes this server a member of a fleet: sessions get
+	// IDs naming this node, and requests for another member's sessions
+	// are forwarded to it (see docs/fleet.md).
+	Fleet *fleet.Fleet
 }
 
 // Server serves runner.Run over HTTP.
@@ -172,7 +177,17 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusNotFound, &APIError{Field: "path", Message: "names nothing: see GET /v1/openapi.json"}, nil)
 	})
-	return s.authenticate(mux)
+	h := s.authenticate(s.fleetRoute(mux))
+	if s.cfg.Fleet == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == fleet.ProbePath {
+			s.cfg.Fleet.ServeProbe(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // authenticate requires the bearer token on every request when one is set.
@@ -345,6 +360,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rr *RunRequest) (
 	return func() { <-s.slots }, queued, true
 }
 
+// healthAnswer is GET /healthz's body.
+type healthAnswer struct {
+	runner.Health
+	// Draining: in a fleet, this server is shutting down.
+	Draining bool `json:"draining,omitempty"`
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -353,7 +375,18 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if !h.OK {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, h)
+	a := healthAnswer{Health: h}
+	if s.cfg.Fleet != nil && s.cfg.Fleet.Draining() {
+		// Out of the Service's endpoints: the readiness probe fails,
+		// while the sessions held here are still answered. The
+		// liveness probe (?live=1) does not fail for it: a draining
+		// server is alive, and restarting it would end its sessions.
+		a.Draining = true
+		if r.URL.Query().Get("live") == "" {
+			code = http.StatusServiceUnavailable
+		}
+	}
+	writeJSON(w, code, a)
 }
 
 // Shutdown waits for requests in progress until ctx ends, then stops the

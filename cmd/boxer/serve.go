@@ -62,6 +62,7 @@ loopback needs --token-file. SIGTERM lets runs in flight finish
 	cmd.Flags = append(cmd.Flags, operatorSecretFlags()...)
 	cmd.Flags = append(cmd.Flags, operatorSessionFlags()...)
 	cmd.Flags = append(cmd.Flags, e2bFlags()...)
+	cmd.Flags = append(cmd.Flags, fleetFlags()...)
 	return cmd
 }
 
@@ -147,6 +148,13 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	e2bPort := 0
+	if e2bLn != nil {
+		e2bPort = e2bLn.Addr().(*net.TCPAddr).Port
+	}
+	if cfg.Fleet, err = fleetMember(c, listen, e2bPort); err != nil {
+		return err
+	}
 
 	shims, err := shimOptions(c)
 	if err != nil {
@@ -156,7 +164,7 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := connect(c, os.Stderr, true, set.options, shims)
+	r, err := connect(c, os.Stderr, true, set.options, shims, fleetIDs(cfg.Fleet))
 	if err != nil {
 		return err
 	}
@@ -196,6 +204,10 @@ func serveAction(c *cli.Context) error {
 	case err := <-errc:
 		return fail("serving: %v", err)
 	case <-c.Context.Done():
+	}
+	if cfg.Fleet != nil && c.Duration("drain-grace") > 0 {
+		fmt.Fprintf(os.Stderr, "boxer: draining: sessions held here are answered for up to %s, new ones go to other servers\n", c.Duration("drain-grace"))
+		drain(cfg.Fleet, r, c.Duration("drain-grace"))
 	}
 	// SIGTERM or SIGINT: stop accepting, let runs in flight finish within
 	// the grace period, then kill (and clean up) the rest.

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/daemon"
@@ -179,8 +180,8 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	if got := m.namespaces[0].Labels["pod-security.kubernetes.io/enforce"]; got != "privileged" {
 		t.Errorf("namespace pod-security enforce = %q, want privileged (boxer's pods are privileged)", got)
 	}
-	if len(m.daemonSets) != 2 || len(m.services) != 2 || len(m.secrets) != 1 || len(m.policies) != 1 || len(m.serviceAccounts) != 1 {
-		t.Errorf("got %d DaemonSets, %d Services, %d Secrets, %d NetworkPolicies, %d ServiceAccounts; want 2, 2, 1, 1, 1",
+	if len(m.daemonSets) != 2 || len(m.services) != 3 || len(m.secrets) != 1 || len(m.policies) != 1 || len(m.serviceAccounts) != 1 {
+		t.Errorf("got %d DaemonSets, %d Services, %d Secrets, %d NetworkPolicies, %d ServiceAccounts; want 2, 3, 1, 1, 1",
 			len(m.daemonSets), len(m.services), len(m.secrets), len(m.policies), len(m.serviceAccounts))
 	}
 	for _, o := range m.objects() {
@@ -480,8 +481,10 @@ func TestDaemonSets(t *testing.T) {
 					continue
 				}
 				g := pr.HTTPGet
-				if g.Path != "/healthz" {
-					t.Errorf("%s probe path = %q, want /healthz", name, g.Path)
+				// A draining member is not ready (out of the Services) but
+				// alive: restarting it would end the sessions it holds.
+				if want := map[string]string{"readiness": "/healthz", "liveness": "/healthz?live=1"}[name]; g.Path != want {
+					t.Errorf("%s probe path = %q, want %s", name, g.Path, want)
 				}
 				if pp := g.Port; !(pp.Type == intstr.String && pp.StrVal == b.Ports[0].Name && b.Ports[0].ContainerPort == port) && !(pp.Type == intstr.Int && pp.IntVal == port) {
 					t.Errorf("%s probe port = %s, want %d, the port of --listen (or its name)", name, pp.String(), port)
@@ -502,8 +505,42 @@ func TestDaemonSets(t *testing.T) {
 					t.Errorf("annotation %s = %q, want %q", k, ann[k], want)
 				}
 			}
-			if g := spec.TerminationGracePeriodSeconds; g == nil || *g <= 30 {
-				t.Errorf("terminationGracePeriodSeconds = %v, want more than --shutdown-grace's 30s", g)
+			drain, err := time.ParseDuration(p.one(t, "drain-grace"))
+			if err != nil {
+				t.Fatalf("--drain-grace: %v", err)
+			}
+			if g := spec.TerminationGracePeriodSeconds; g == nil || time.Duration(*g)*time.Second <= drain+30*time.Second {
+				t.Errorf("terminationGracePeriodSeconds = %v, want more than --drain-grace's %s and --shutdown-grace's 30s", g, drain)
+			}
+
+			// A member of the fleet: the headless Service's SRV name, the
+			// key from the Secret, the node's name from the downward API.
+			if got, want := p.one(t, "fleet-peers"), "_http._tcp.boxer-peers."+namespace+".svc.cluster.local"; got != want {
+				t.Errorf("--fleet-peers = %q, want %q", got, want)
+			}
+			keyFile := p.one(t, "fleet-key-file")
+			if km, kv := p.mountOf(t, b, keyFile); kv.Secret == nil || !km.ReadOnly {
+				t.Errorf("--fleet-key-file=%s: want a read-only Secret volume", keyFile)
+			} else if len(m.secrets) == 1 {
+				rel, _ := filepath.Rel(km.MountPath, keyFile)
+				found := false
+				for _, it := range kv.Secret.Items {
+					if it.Path == rel {
+						_, found = m.secrets[0].StringData[it.Key]
+					}
+				}
+				if !found {
+					t.Errorf("--fleet-key-file=%s is no key of Secret %s", keyFile, m.secrets[0].Name)
+				}
+			}
+			nodeName := false
+			for _, e := range b.Env {
+				if e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName" {
+					nodeName = true
+				}
+			}
+			if !nodeName {
+				t.Errorf("env NODE_NAME from spec.nodeName missing: a session's ID names its node")
 			}
 		})
 	}
@@ -575,8 +612,12 @@ func TestPools(t *testing.T) {
 	}
 }
 
-// TestServicesAndPolicy: one Service per pool on serve's port, keeping
-// each client on one node for its sessions, and a NetworkPolicy that covers every boxer pod and lets clients in on it.
+// TestServicesAndPolicy: one Service per pool on serve's port, with no
+// stickiness (the fleet forwards a session's calls to its node); the
+// headless peers Service of --fleet-peers over both pools, listing pods
+// that are not ready (a draining one still answers for its sessions); and
+// a NetworkPolicy that covers every boxer pod and lets clients and the
+// other members in on it.
 func TestServicesAndPolicy(t *testing.T) {
 	m := load(t, ".")
 	ps := pods(t, m)
@@ -587,11 +628,19 @@ func TestServicesAndPolicy(t *testing.T) {
 			if !labels.SelectorFromSet(s.Spec.Selector).Matches(podLabels) {
 				continue
 			}
+			if s.Name == "boxer-peers" {
+				if s.Spec.ClusterIP != corev1.ClusterIPNone || !s.Spec.PublishNotReadyAddresses {
+					t.Errorf("Service boxer-peers: clusterIP %q, publishNotReadyAddresses %v: want a headless Service listing pods that are not ready", s.Spec.ClusterIP, s.Spec.PublishNotReadyAddresses)
+				}
+				if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Name != "http" || s.Spec.Ports[0].Protocol != corev1.ProtocolTCP {
+					t.Errorf("Service boxer-peers ports %v: want one named http (the SRV name _http._tcp)", s.Spec.Ports)
+				}
+				continue
+			}
 			found++
-			// A session lives in one node's containerd: until boxer routes
-			// session calls itself, a client's calls must stay on one node.
-			if s.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
-				t.Errorf("Service %s: sessionAffinity = %q, want %q (a session's calls must reach the node that holds it)", s.Name, s.Spec.SessionAffinity, corev1.ServiceAffinityClientIP)
+			// No stickiness: any pod answers any call (docs/fleet.md).
+			if s.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+				t.Errorf("Service %s: sessionAffinity ClientIP: the fleet routes sessions itself, and stickiness only piles clients behind one NAT onto one node", s.Name)
 			}
 			for _, sp := range s.Spec.Ports {
 				if sp.TargetPort.String() != "http" && sp.TargetPort.IntVal != p.port(t) {
@@ -628,6 +677,24 @@ func TestServicesAndPolicy(t *testing.T) {
 		}
 		if !open {
 			t.Errorf("NetworkPolicy lets no client in on port %d", p.port(t))
+		}
+		peersIn, peersOut := false, false
+		for _, r := range np.Spec.Ingress {
+			for _, from := range r.From {
+				if from.NamespaceSelector == nil && from.PodSelector != nil && from.PodSelector.MatchLabels["app.kubernetes.io/name"] == "boxer" {
+					peersIn = true
+				}
+			}
+		}
+		for _, r := range np.Spec.Egress {
+			for _, to := range r.To {
+				if to.NamespaceSelector == nil && to.PodSelector != nil && to.PodSelector.MatchLabels["app.kubernetes.io/name"] == "boxer" {
+					peersOut = true
+				}
+			}
+		}
+		if !peersIn || !peersOut {
+			t.Errorf("NetworkPolicy: boxer pods to boxer pods in %v, out %v: the fleet's members forward calls to each other", peersIn, peersOut)
 		}
 		for _, r := range np.Spec.Egress {
 			for _, to := range r.To {

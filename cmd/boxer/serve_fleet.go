@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/boxer-dev/boxer/fleet"
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/urfave/cli/v2"
+)
+
+// fleetFlags make serve a member of a fleet (docs/fleet.md).
+func fleetFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "fleet-peers", Usage: "be one server of a fleet whose servers are `NAME` in DNS: an SRV name (_http._tcp.boxer-peers.boxer.svc.cluster.local) or a host name whose addresses listen on --listen's port; a session's calls reaching another server are forwarded to the one holding it"},
+		&cli.StringFlag{Name: "fleet-key-file", Usage: "the fleet's shared key (32 bytes or more) in `FILE`: it signs session IDs and the servers' answers to each other"},
+		&cli.StringFlag{Name: "fleet-node", EnvVars: []string{"NODE_NAME"}, Usage: "`NAME` of the node this server holds sessions on (Kubernetes' spec.nodeName)"},
+		&cli.StringFlag{Name: "fleet-dns", Usage: "ask the DNS server at `HOST:PORT` for --fleet-peers instead of the system's"},
+		&cli.DurationFlag{Name: "drain-grace", Usage: "on SIGTERM in a fleet, how long sessions held here are still answered (new ones go to other servers) before they are ended; then --shutdown-grace"},
+	}
+}
+
+// fleetMember reads the fleet flags; nil without --fleet-peers.
+func fleetMember(c *cli.Context, listen string, e2bPort int) (*fleet.Fleet, error) {
+	peers := c.String("fleet-peers")
+	if peers == "" {
+		for _, f := range []string{"fleet-key-file", "fleet-dns", "drain-grace"} {
+			if c.IsSet(f) {
+				return nil, fail("--%s needs --fleet-peers", f)
+			}
+		}
+		return nil, nil
+	}
+	if c.String("fleet-key-file") == "" {
+		return nil, fail("--fleet-peers needs --fleet-key-file: the fleet's shared key signs session IDs")
+	}
+	key, err := os.ReadFile(c.String("fleet-key-file"))
+	if err != nil {
+		return nil, fail("--fleet-key-file: %v", err)
+	}
+	node := c.String("fleet-node")
+	if node == "" {
+		if node, err = os.Hostname(); err != nil {
+			return nil, fail("--fleet-node: no node name given and no host name: %v", err)
+		}
+	}
+	cfg := fleet.Config{Key: bytes.TrimSpace(key), Node: node, Peers: peers, DNS: c.String("fleet-dns"), E2BPort: e2bPort}
+	if _, port, err := net.SplitHostPort(listen); err == nil {
+		cfg.Port, _ = strconv.Atoi(port)
+	}
+	f, err := fleet.New(cfg)
+	if err != nil {
+		return nil, fail("--fleet-peers: %v", err)
+	}
+	return f, nil
+}
+
+// fleetIDs makes the runner's session IDs name this node.
+func fleetIDs(f *fleet.Fleet) func(*runner.Options) {
+	return func(o *runner.Options) {
+		if f != nil {
+			o.SessionID = f.NewID
+		}
+	}
+}
+
+// drain keeps answering for the sessions held here, sending new ones to
+// other servers, until none is left or grace is over.
+func drain(f *fleet.Fleet, r *runner.Runner, grace time.Duration) {
+	if f == nil || grace <= 0 {
+		return
+	}
+	f.SetDraining()
+	deadline := time.Now().Add(grace)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		held, err := r.Sessions(ctx, "")
+		cancel()
+		if err == nil && len(held) == 0 {
+			fmt.Fprintln(os.Stderr, "boxer: draining: no session left")
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "boxer: draining: %d sessions left after --drain-grace: ending them\n", len(held))
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
