@@ -20,7 +20,7 @@ func TestCLIImports(t *testing.T) {
 	}
 	for _, d := range strings.Fields(string(out)) {
 		for _, bad := range []string{
-			"github.com/boxer-dev/boxer/server", "github.com/boxer-dev/boxer/e2b",
+			"github.com/boxer-dev/boxer/server", "github.com/boxer-dev/boxer/e2b", "github.com/boxer-dev/boxer/fleet",
 			"github.com/prometheus/", "github.com/modelcontextprotocol/", "connectrpc.com/",
 			"github.com/russross/blackfriday", "golang.org/x/net/trace",
 		} {
