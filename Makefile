@@ -111,10 +111,18 @@ test-deps:
 		mkdir -p $$dir && dpkg-deb -x $${pkg}_*.deb $$dir && cd / && rm -rf $$tmp || exit 1; \
 	done
 
-# build leaves boxer-init and boxer-wrap beside boxer, where boxer looks
-# for them first.
+# build leaves boxer-init, boxer-wrap and boxer-server beside boxer, where
+# boxer looks for them first. Every CLI run pays for boxer's process start, which is
+# mostly the package initialisation of all it links (BENCH.md: Start
+# time): so boxer is static (nothing in it needs libc, and a process
+# without the dynamic loader starts sooner), built without urfave/cli's
+# man-page and Markdown writer and gRPC's x/net/trace, which nothing in
+# boxer uses (BUILD_TAGS), and without boxer serve and boxer mcp
+# (boxer_cli): those run boxer-server, the whole of boxer, in their place.
+BUILD_TAGS := urfave_cli_no_docs grpcnotrace
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
+	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS) boxer_cli" -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
+	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS)" -ldflags "-X main.version=$(VERSION)" -o bin/boxer-server ./cmd/boxer
 	$(INIT_CC) -o bin/boxer-init init/boxer-init.c
 	$(INIT_CC) -o bin/boxer-wrap init/boxer-wrap.c
 
@@ -122,6 +130,7 @@ install: build
 	install -m 0755 bin/boxer /usr/local/bin/boxer
 	install -D -m 0755 bin/boxer-init $(LIBEXEC)/boxer-init
 	install -D -m 0755 bin/boxer-wrap $(LIBEXEC)/boxer-wrap
+	install -D -m 0755 bin/boxer-server $(LIBEXEC)/boxer-server
 
 # demo sets everything up and runs a first sandbox.
 demo: deps install
@@ -145,6 +154,7 @@ generate:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags "$(BUILD_TAGS) boxer_cli" ./cmd/boxer
 	GOOS=darwin $(GO) vet ./...
 
 test-unit:

@@ -42,20 +42,33 @@ func standbyOn(c *cli.Context) bool {
 
 // standbyOrder is what boxer run hands its standby maker: the request
 // whose shape to make, and the run's own sandbox to remove first (the run
-// exits without waiting for its removal).
+// exits without waiting for its removal). Lock says that the maker's
+// file 3 is its shape's maker lock (runner.StandbyMakerLock), which it
+// holds until the standby is made.
 type standbyOrder struct {
 	Request runner.Request `json:"request"`
 	Owner   string         `json:"owner,omitempty"`
 	Remove  []string       `json:"remove,omitempty"`
+	Lock    bool           `json:"lock,omitempty"`
 }
 
+// makerLockFD is the maker lock's file in the maker (ExtraFiles' first).
+const makerLockFD = 3
+
 // leaveStandby starts the detached process that removes the sandboxes r's
-// runs handed off and makes a standby shaped like req. It does not wait
-// for it: a failure to start it only means that this process removes
+// runs handed off and makes a standby shaped like req, unless a standby
+// of that shape waits or another maker is making one: then this process
+// removes them (Close), as a cold run does. It does not wait for the
+// maker: a failure to start it only means that this process removes
 // them, and that the next run makes its own sandbox.
 func leaveStandby(c *cli.Context, req runner.Request, r *runner.Runner) {
+	lock := r.StandbyMakerLock(c.Context, req)
+	if lock == nil {
+		return
+	}
+	defer lock.Close()
 	owner, ids := r.TakeHandedOff()
-	maker := startStandbyMaker(c, standbyOrder{Request: runner.StandbyRequest(req), Owner: owner, Remove: ids})
+	maker := startStandbyMaker(c, standbyOrder{Request: runner.StandbyRequest(req), Owner: owner, Remove: ids, Lock: true}, lock)
 	if maker == 0 {
 		r.RemoveSandboxes(c.Context, owner, ids)
 		return
@@ -67,9 +80,9 @@ func leaveStandby(c *cli.Context, req runner.Request, r *runner.Runner) {
 	}
 }
 
-// startStandbyMaker starts `boxer standby` with order, and returns its
-// PID (0: it did not).
-func startStandbyMaker(c *cli.Context, order standbyOrder) int {
+// startStandbyMaker starts `boxer standby` with order and the maker lock,
+// and returns its PID (0: it did not).
+func startStandbyMaker(c *cli.Context, order standbyOrder, lock *os.File) int {
 	if !runner.StandbyEligible(order.Request) {
 		return 0
 	}
@@ -116,6 +129,7 @@ func startStandbyMaker(c *cli.Context, order standbyOrder) int {
 	// the caller's process group is not the standby's.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Stdin = pr
+	cmd.ExtraFiles = []*os.File{lock}
 	if err := cmd.Start(); err != nil {
 		log.L.WithError(err).Debug("leaving a standby")
 		return 0
@@ -143,6 +157,13 @@ func standbyAction(c *cli.Context) error {
 	if err := json.Unmarshal(data, &order); err != nil {
 		return fail("standby: bad request: %v", err)
 	}
+	// The maker lock goes once the standby is made (or is not): the
+	// next run of the shape finds the standby, or starts a maker. On an
+	// early return, it goes with this process.
+	var lock *os.File
+	if order.Lock {
+		lock = os.NewFile(makerLockFD, "standby maker lock")
+	}
 	req := order.Request
 	idle := runner.DefaultStandbyIdle
 	if v := os.Getenv(standbyIdleEnv); v != "" {
@@ -165,6 +186,9 @@ func standbyAction(c *cli.Context) error {
 	}
 	id, until, err := r.MakeStandby(ctx, req, idle)
 	r.Close()
+	if lock != nil {
+		lock.Close()
+	}
 	if err != nil {
 		return fail("standby: %v", err)
 	}
