@@ -1,10 +1,20 @@
 package runner
 
-import "strings"
+import (
+	"path"
+	"strings"
+
+	"github.com/boxer-dev/boxer/oci"
+)
 
 // FieldPreload is a request's preload setting: the modules its sandbox
 // imports when made ahead (Request.Preload), or the opt-out.
 const FieldPreload = "preload"
+
+// preloadDir holds the hook (as sitecustomize.py) and the module list, in
+// the read-only code directory; first on PYTHONPATH until the hook takes it
+// off (preload_linux.go).
+const preloadDir = ".boxer-preload"
 
 // maxPreload bounds the modules of one preload list.
 const maxPreload = 64
@@ -103,4 +113,21 @@ func (r Request) checkPreload() error {
 		return fieldErr(FieldPreload, "is for python's presets ({lang} python or python-data): only their interpreter can be preloaded")
 	}
 	return checkModules(r.Preload)
+}
+
+// withPreloadPath puts the hook's directory first on env's PYTHONPATH.
+func withPreloadPath(env []string) []string {
+	dir := path.Join(oci.CodeDir, preloadDir)
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
+			out := append([]string(nil), env...)
+			if v == "" {
+				out[i] = "PYTHONPATH=" + dir
+			} else {
+				out[i] = "PYTHONPATH=" + dir + ":" + v
+			}
+			return out
+		}
+	}
+	return append(append([]string(nil), env...), "PYTHONPATH="+dir)
 }

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
-	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
@@ -33,10 +31,6 @@ import (
 var preloadHook string
 
 const (
-	// preloadDir holds the hook (as sitecustomize.py) and the module
-	// list, in the read-only code directory; first on PYTHONPATH until
-	// the hook takes it off.
-	preloadDir = ".boxer-preload"
 	// preloadMarker is the empty file the hook makes in the workspace
 	// once its imports are done; boxer removes it before delivering.
 	preloadMarker = ".boxer-preloaded"
@@ -65,23 +59,6 @@ func writePreloadHook(codeDir string, mods []string) error {
 		return fmt.Errorf("writing the preload hook: %w", err)
 	}
 	return nil
-}
-
-// withPreloadPath puts the hook's directory first on env's PYTHONPATH.
-func withPreloadPath(env []string) []string {
-	dir := path.Join(oci.CodeDir, preloadDir)
-	for i, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
-			out := append([]string(nil), env...)
-			if v == "" {
-				out[i] = "PYTHONPATH=" + dir
-			} else {
-				out[i] = "PYTHONPATH=" + dir + ":" + v
-			}
-			return out
-		}
-	}
-	return append(append([]string(nil), env...), "PYTHONPATH="+dir)
 }
 
 // waitPreloaded waits until the hook has imported the modules, so that a
