@@ -46,10 +46,16 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
+	only := flag.String("only", "", "preload: time the preloaded interpreter rows only")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
-	if *table {
+	if *only == "preload" {
+		var res preloadResult
+		if res, err = benchPreload(*n, *boxerBin, address()); err == nil {
+			printPreload(res)
+		}
+	} else if *table {
 		err = run(*n, *rssRuns, *boxerBin)
 	} else {
 		err = benchMemory(*boxerBin, address(), *rssRuns)
@@ -305,6 +311,10 @@ func run(n, rssRuns int, boxerBin string) error {
 		}
 		serve = append(serve, resumeRow)
 	}
+	preload, err := benchPreload(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
 
 	host, _ := os.Hostname()
 	fmt.Printf("\nboxer bench, %s, %s: `python3 -c 'print(1)'` in a fresh hardened sandbox, %d cycles at one worker (interleaved), %d at four\n\n",
@@ -409,6 +419,7 @@ func run(n, rssRuns int, boxerBin string) error {
 			}
 		}
 	}
+	printPreload(preload)
 	return benchMemory(boxerBin, address, rssRuns)
 }
 
