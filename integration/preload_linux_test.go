@@ -2,6 +2,9 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,5 +123,54 @@ func TestPreloadSameAsPlain(t *testing.T) {
 			_ = s.cmd.Wait()
 			assertClean(t)
 		})
+	}
+}
+
+// TestPreloadStandby: a python-data CLI run leaves a preloaded standby;
+// the next run takes it, finds pandas imported and otherwise sees what
+// a cold run sees; a --no-preload run is not of its shape and takes
+// none; bad --preload entries exit 125 with one line.
+func TestPreloadStandby(t *testing.T) {
+	probe := `
+import os, sys
+print('pandas' in sys.modules, sys.argv, __file__, sys.path, os.getcwd(), sorted(os.environ.items()), os.getppid(),
+      sorted(os.listdir("/workspace")), repr(sys.stdin.read()))
+`
+	stdin := filepath.Join(t.TempDir(), "stdin")
+	must(t, os.WriteFile(stdin, []byte("line one\nline two"), 0o644))
+	env := withStandby("5m")
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			t.Cleanup(func() { endStandbys(t) })
+			args := []string{"--debug", "run", "--runtime", rt, "--lang", "python-data", "--stdin-file", stdin, "-c", probe}
+			cold := boxer(t, env, args...)
+			if cold.code != 0 || claimed(cold) || !strings.HasPrefix(cold.stdout, "False ") {
+				t.Fatalf("first run: %d claimed %v %q %s", cold.code, claimed(cold), cold.stdout, cold.stderr)
+			}
+			first := waitStandbys(t, 1)
+			warm := boxer(t, env, args...)
+			if warm.code != 0 || !claimed(warm) || !strings.Contains(warm.stderr, first[0]) {
+				t.Fatalf("second run did not take standby %s: %d %s", first[0], warm.code, warm.stderr)
+			}
+			if want := "True " + strings.TrimPrefix(cold.stdout, "False "); warm.stdout != want {
+				t.Errorf("a preloaded standby on %s:\nstandby %s\nwant    %s", rt, warm.stdout, want)
+			}
+			next := waitStandbys(t, 1)
+			off := boxer(t, env, append([]string{"--debug", "run", "--no-preload"}, args[2:]...)...)
+			if off.code != 0 || claimed(off) || off.stdout != cold.stdout {
+				t.Errorf("--no-preload run: %d claimed %v %q", off.code, claimed(off), off.stdout)
+			}
+			if got := standbys(t); !slices.Contains(got, next[0]) {
+				t.Errorf("the preloaded standby %s is gone after a --no-preload run: %v", next[0], got)
+			}
+			endStandbys(t)
+			assertClean(t)
+		})
+	}
+	for _, bad := range []string{"python-data=nu-mpy", "bash=x", "python-data"} {
+		r := boxer(t, nil, "run", "--preload", bad, "--lang", "python-data", "-c", "print(1)")
+		if r.code != 125 || !strings.Contains(r.stderr, "--preload") || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("--preload %s: exit %d %q, want 125 and one line naming --preload", bad, r.code, r.stderr)
+		}
 	}
 }
