@@ -53,8 +53,9 @@ func benchPreload(n int, boxerBin, address string) (preloadResult, error) {
 			var times []time.Duration
 			for i := 0; i <= n; i++ {
 				// The pool refills (a preloaded sandbox imports for a
-				// second or more) before each request.
+				// second or more) before each request: an agent's pace.
 				time.Sleep(3 * time.Second)
+				waitQuiet()
 				before := warmRunsOf(s.url)
 				t := time.Now()
 				if err := postData(s.url, p.code, preload); err != nil {
@@ -82,6 +83,7 @@ func benchPreload(n int, boxerBin, address string) (preloadResult, error) {
 				if err := standbyReady(address, 1); err != nil {
 					return res, err
 				}
+				waitQuiet()
 				args := []string{"--address", address, "run", "--lang", "python-data", "-c", p.code}
 				if !preload {
 					args = append(args, "--no-preload")

@@ -50,6 +50,8 @@ if __name__ == "__main__":
 	{name: "warnings", code: "import warnings\nwarnings.warn('careful')\nwarnings.warn('old', DeprecationWarning)"},
 	{name: "sibling file in the workspace", code: "import sys\nsys.path.insert(0, '.')\nimport helper\nprint(helper.X)\nimport helper2",
 		extra: map[string]any{"files": map[string]string{"helper.py": "X = 42\n"}}},
+	{name: "user site in the workspace", code: "import sys, usermod\nprint(usermod.V, sys.path)",
+		extra: map[string]any{"files": map[string]string{".local/lib/python3.11/site-packages/usermod.py": "V = 'from the user site'\n"}}},
 	{name: "atexit", code: "import atexit\natexit.register(lambda: print('bye'))\nraise SystemExit(2)"},
 	// One caller per sandbox: nothing of an earlier program is there.
 	{name: "fresh sandbox", code: "import os\nprint(os.path.exists('/tmp/mark'), sorted(os.listdir('/workspace')))\nopen('/tmp/mark', 'w').write('x')\nopen('/workspace/mark', 'w').write('x')"},
