@@ -46,7 +46,7 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
-	only := flag.String("only", "", "run one row only: ready-session")
+	only := flag.String("only", "", "run some rows only: ready-session, preload or fleet")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
@@ -56,8 +56,20 @@ func main() {
 		if r, err = benchReadySession(*n, *boxerBin, address()); err == nil {
 			printReadySession(r)
 		}
+	case *only == "preload":
+		var res preloadResult
+		if res, err = benchPreload(*n, *boxerBin, address()); err == nil {
+			printPreload(res)
+		}
+	case *only == "fleet":
+		var direct, hop row
+		if direct, err = benchSession(*n, *boxerBin, address()); err == nil {
+			if hop, err = benchFleet(*n, *boxerBin, address()); err == nil {
+				fmt.Printf("%s p50 %.1f ms, %s p50 %.1f ms: %.2f\n", direct.name, ms(median(direct.times)), hop.name, ms(median(hop.times)), float64(median(hop.times))/float64(median(direct.times)))
+			}
+		}
 	case *only != "":
-		err = fmt.Errorf("-only %q: the row to run alone is ready-session", *only)
+		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload and fleet", *only)
 	case *table:
 		err = run(*n, *rssRuns, *boxerBin)
 	default:
@@ -324,6 +336,10 @@ func run(n, rssRuns int, boxerBin string) error {
 		}
 		serve = append(serve, resumeRow)
 	}
+	preload, err := benchPreload(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
 
 	host, _ := os.Hostname()
 	fmt.Printf("\nboxer bench, %s, %s: `python3 -c 'print(1)'` in a fresh hardened sandbox, %d cycles at one worker (interleaved), %d at four\n\n",
@@ -451,6 +467,7 @@ func run(n, rssRuns int, boxerBin string) error {
 			}
 		}
 	}
+	printPreload(preload)
 	return benchMemory(boxerBin, address, rssRuns)
 }
 

@@ -79,6 +79,14 @@ type Request struct {
 	Secrets []string
 	// Seccomp replaces the default profile; nil keeps it.
 	Seccomp *specs.LinuxSeccomp
+	// Preload names the modules a sandbox made ahead of the request (a
+	// warm one, a standby) imports before its program is known; a
+	// sandbox made for the request itself runs its program plainly.
+	// NormalizeWithin fills it in from the operator's lists unless
+	// NoPreload, which empties it: the request takes only a sandbox
+	// that has imported nothing.
+	Preload   []string
+	NoPreload bool
 
 	// Stdin feeds the program's standard input; nil means empty (EOF at once).
 	Stdin io.Reader `json:"-"`
@@ -124,6 +132,9 @@ func (r Request) Normalize() (Request, error) {
 	if len(r.ReturnFiles) > 0 {
 		r.ReturnBytes = or(r.ReturnBytes, DefaultReturnBytes)
 	}
+	if r.NoPreload {
+		r.Preload = nil
+	}
 	return r, r.check()
 }
 
@@ -143,6 +154,9 @@ type Maxima struct {
 	// AllowHosts is the operator's allowlist: a request's may only narrow
 	// it, and without it no request has network.
 	AllowHosts []string
+	// Preload is the operator's preload lists (not a maximum: a request
+	// that sets no Preload takes its language's, unless NoPreload).
+	Preload Preloads
 }
 
 // NormalizeWithin is Normalize for a caller bound by max: an unset limit
@@ -162,6 +176,9 @@ func (r Request) NormalizeWithin(max Maxima) (Request, error) {
 		if err != nil {
 			return r, err
 		}
+	}
+	if r.Preload == nil && !r.NoPreload {
+		r.Preload = max.Preload.For(r.Lang)
 	}
 	return r.Normalize()
 }
@@ -254,6 +271,9 @@ func (r Request) check() error {
 		return err
 	}
 	if err := r.checkReturnFiles(); err != nil {
+		return err
+	}
+	if err := r.checkPreload(); err != nil {
 		return err
 	}
 	if r.Seccomp != nil && len(r.Seccomp.Syscalls) == 0 {

@@ -112,6 +112,9 @@ type sandbox struct {
 	// gone is closed by destroy: goroutines of the run end with it.
 	gone    chan struct{}
 	started time.Time
+	// cpuBefore is the CPU time a preloaded sandbox's imports took,
+	// which its run's figure leaves out.
+	cpuBefore uint64
 }
 
 // to moves the sandbox to state next if it is in one of from.
@@ -162,6 +165,11 @@ func (sb *sandbox) prepare() error {
 	}
 	if err := linkInit(sb.r.host.Init, sb.dirs.Code); err != nil {
 		return err
+	}
+	if sb.dirs.Preload = sb.preloads(); sb.dirs.Preload {
+		if err := writePreloadHook(sb.dirs.Code, sb.req.preload()); err != nil {
+			return err
+		}
 	}
 	if sb.session != nil {
 		if err := sb.mountSessionFiles(uid, gid); err != nil {
@@ -271,6 +279,9 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		// Its streams are the claiming run's (see fifosOnly).
 		sb.task.IO().Close()
 	}
+	if sb.dirs.Preload {
+		return sb.waitPreloaded(ctx)
+	}
 	return nil
 }
 
@@ -328,6 +339,11 @@ func (sb *sandbox) deliver(d delivery) error {
 	}
 	sb.stdout.reset(d.OutputLimit, d.Stdout)
 	sb.stderr.reset(d.OutputLimit, d.Stderr)
+	if sb.preloads() {
+		if err := sb.removePreloadMarker(); err != nil {
+			return err
+		}
+	}
 	if sb.link != nil {
 		if err := sb.startLink(d); err != nil {
 			return err
@@ -355,6 +371,9 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 	opCtx := context.WithoutCancel(ctx)
 	sb.started = time.Now()
 	if held {
+		if sb.preloads() {
+			sb.cpuBefore = sb.cpuSoFar()
+		}
 		if _, err := io.WriteString(sb.stdinW, "\n"); err != nil {
 			return fmt.Errorf("starting sandbox: %w", err)
 		}
@@ -392,10 +411,6 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 func shimDiedError(err error) error {
 	return fmt.Errorf("the sandbox's shim died (it served other sandboxes too; the next run gets a new one): %w", err)
 }
-
-// drainTimeout bounds the wait for a sandbox's output once its program
-// has ended.
-const drainTimeout = 5 * time.Second
 
 // exit is how the program ended and what it cost.
 type exit struct {
@@ -449,36 +464,11 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
 	}
+	stats.CPUTimeNs -= min(sb.cpuBefore, stats.CPUTimeNs)
 	e.stats, e.facts.oomKills = stats, stats.OOMKills
 	err = sb.drain(opCtx)
 	sb.flushMasks()
 	return e, err
-}
-
-// drain waits until the output is complete: the shim has copied the last of
-// it and closed the FIFOs, which it does once the process is gone. Only
-// then may the task be deleted: containerd's Task.Delete cancels the
-// client's copy from the FIFOs (pkg/cio's cancel closes them), and what was
-// not read yet would be lost. A shim that never closes them (it died) is
-// given drainTimeout.
-func (sb *sandbox) drain(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		sb.task.IO().Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(drainTimeout):
-	}
-	dctx, cancel := context.WithTimeout(ctx, reaper.CleanupTimeout)
-	defer cancel()
-	// The process has exited: no kill first (runsc would say it cannot).
-	if _, err := sb.task.Delete(dctx); err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("deleting task: %w", err)
-	}
-	return nil
 }
 
 // withRootfs points the container at the image's shared read-only view

@@ -190,27 +190,24 @@ func (r *Runner) makeReady(ctx context.Context, req Request, smax SessionMaxima,
 	if err := sb.openSession(ctx); err != nil {
 		return nil, err
 	}
-	if interpreted(req.Lang) {
-		if err := preloadDriver(ctx, sb.runDir, req.Lang); err != nil {
+	if interpreted(req.Lang) && len(req.Preload) > 0 {
+		if err := preloadDriver(ctx, sb.runDir, req.Preload); err != nil {
 			return nil, err
 		}
 	}
 	return sb, nil
 }
 
-// preloadDriver has the interpreter of the session in runDir import its
-// preset's Preload modules, and waits until it has.
-func preloadDriver(ctx context.Context, runDir, lang string) error {
-	p, err := LookupPreset(lang)
-	if err != nil {
-		return err
-	}
+// preloadDriver has the interpreter of the session in runDir import
+// modules (the operator's --preload list for its language, or its
+// preset's), and waits until it has.
+func preloadDriver(ctx context.Context, runDir string, modules []string) error {
 	w, err := openWire(runDir)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.send("load", 0, []byte(strings.Join(p.Preload, ","))); err != nil {
+	if err := w.send("load", 0, []byte(strings.Join(modules, ","))); err != nil {
 		return fmt.Errorf("preloading the session's interpreter: %w", err)
 	}
 	frames, done := make(chan frame, 1), make(chan struct{})

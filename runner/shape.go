@@ -31,6 +31,9 @@ type Shape struct {
 	// Secrets are the request's secrets, sorted: they decide the
 	// sandbox's /run mount, variables and trust bundle.
 	Secrets string
+	// Preload is the modules a sandbox made ahead imports, joined with
+	// commas (NoPreload has emptied it).
+	Preload string
 }
 
 // Shape returns the shape of a normalized request.
@@ -40,7 +43,7 @@ func (r Request) Shape() Shape {
 		Args: strings.Join(r.args(), "\x00"), Env: strings.Join(r.Env, "\x00"),
 		UID: r.UID, GID: r.GID,
 		MemoryBytes: r.MemoryBytes, CPUs: r.CPUs, Pids: r.Pids, TmpBytes: r.TmpBytes,
-		Egress: r.egress(), Secrets: r.secretsShape(),
+		Egress: r.egress(), Secrets: r.secretsShape(), Preload: strings.Join(r.preload(), ","),
 	}
 	if r.Seccomp != nil {
 		data, _ := json.Marshal(r.Seccomp)
@@ -99,4 +102,12 @@ func (r Request) args() []string {
 	}
 	p, _ := LookupPreset(r.Lang)
 	return p.Args()
+}
+
+// preload is what a sandbox made ahead of a normalized request imports.
+func (r Request) preload() []string {
+	if r.NoPreload || !Preloadable(r.Lang) {
+		return nil
+	}
+	return r.Preload
 }

@@ -47,6 +47,8 @@ func TestShapeCoversRequest(t *testing.T) {
 		// which hosts it may reach, and how much, are delivered.
 		"AllowHosts":  func(r *Request) { r.AllowHosts = []string{"b.example"} },
 		"NetBytes":    func(r *Request) { r.NetBytes = 1 << 20 },
+		"Preload":     func(r *Request) { r.Preload = []string{"json"} },
+		"NoPreload":   func(r *Request) { r.NoPreload = true },
 		"ReturnFiles": func(r *Request) { r.ReturnFiles = []string{"*.png"} },
 		"ReturnBytes": func(r *Request) { r.ReturnBytes = 1 << 10 },
 		"Secrets":     func(r *Request) { r.Secrets = []string{"API_KEY"} },
@@ -60,6 +62,7 @@ func TestShapeCoversRequest(t *testing.T) {
 		{Lang: "python", Code: []byte("print(1)"), UID: 1000, GID: 1000},
 		{Image: "boxer/bash", Args: []string{"true"}, UID: 1000, GID: 1000, UserSet: true, Env: []string{"A=1"}},
 		{Lang: "python", Code: []byte("print(1)"), AllowHosts: []string{"a.example"}},
+		{Lang: "python-data", Code: []byte("print(1)"), Preload: []string{"numpy"}},
 	}
 	delivered := map[string]reflect.Type{}
 	dt := reflect.TypeOf(delivery{})

@@ -80,6 +80,10 @@ type sandboxDirs struct {
 	// Root is the sandbox's root boxer mounted (mountRoot); empty: the
 	// image's view as the shim mounts it.
 	Root string
+	// Preload: Code holds the preload hook, which Python imports as it
+	// starts and which holds the program itself (preload_linux.go):
+	// boxer-init has no gate then.
+	Preload bool
 }
 
 // sandboxUserns is a sandbox's user namespace: bound at Path, mapping ids
@@ -137,6 +141,9 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	args, env := req.args(), buildEnv(imageEnv, presetEnv, home, netEnv, trust, req.Env)
 	if len(dirs.SecretEnv) > 0 {
 		args = secretEnvScript(args, dirs.SecretEnv, env)
+	}
+	if dirs.Preload {
+		env, gate = withPreloadPath(env), false
 	}
 	if dirs.Code == "" {
 		return nil, errors.New("building spec: no code directory for boxer-init")

@@ -30,6 +30,7 @@ func StandbyRequest(req Request) Request {
 		MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids, TmpBytes: req.TmpBytes,
 		UID: req.UID, GID: req.GID, UserSet: req.UserSet,
 		Runtime: req.Runtime, Network: req.Network, Seccomp: req.Seccomp,
+		Preload: req.Preload, NoPreload: req.NoPreload,
 	}
 }
 

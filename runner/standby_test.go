@@ -25,6 +25,7 @@ func TestStandbyRequestKeepsShape(t *testing.T) {
 			Seccomp:     &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}},
 		},
 		{Image: "boxer/python", Args: []string{"python3", "-c", "print(1)"}, UID: 1000, GID: 1000, UserSet: true},
+		{Lang: "python-data", Code: []byte("print(1)"), Preload: []string{"numpy", "pandas"}},
 	}
 	for _, req := range reqs {
 		want, err := req.Normalize()

@@ -28,6 +28,9 @@ type RunRequest struct {
 	Env     map[string]string `json:"env,omitempty" jsonschema:"environment variables"`
 	User    string            `json:"user,omitempty" jsonschema:"UID:GID inside the sandbox"`
 	Network string            `json:"network,omitempty" jsonschema:"network mode"`
+	// Preload false opts out of a preloaded interpreter; unset or true
+	// takes the server's preload list for the language.
+	Preload *bool `json:"preload,omitempty"`
 	Input
 }
 
@@ -73,6 +76,7 @@ func (rr RunRequest) decode(max runner.Maxima) (runner.Request, error) {
 		Network:    rr.Network,
 		AllowHosts: rr.AllowHosts,
 		Secrets:    rr.Secrets,
+		NoPreload:  rr.Preload != nil && !*rr.Preload,
 	}
 	for k, v := range rr.Env {
 		req.Env = append(req.Env, k+"="+v)

@@ -31,7 +31,10 @@ type SessionRequest struct {
 	RunRequest
 	IdleTimeout string `json:"idle_timeout,omitempty" jsonschema:"end the session after this long without a call, like 10m"`
 	Lifetime    string `json:"lifetime,omitempty" jsonschema:"end the session this long after it starts, whatever happens, like 1h"`
-	Preload     *bool  `json:"preload,omitempty" jsonschema:"false: a session whose interpreter has imported nothing ahead of its calls, never a ready one (default true: a ready session of the same shape, preloaded with its language's modules, is taken if there is one)"`
+	// RunRequest's Preload false: a session whose interpreter has
+	// imported nothing ahead of its calls, never a ready one (default
+	// true: a ready session of the same shape, preloaded with its
+	// language's modules, is taken if there is one).
 }
 
 // CallRequest is the body of POST /v1/sessions/{id}/runs.

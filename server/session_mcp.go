@@ -43,7 +43,8 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 			"It ends after idle_timeout without a call, at its lifetime, with close_session, or when this client disconnects.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in CreateSessionInput) (*mcp.CallToolResult, runner.Session, error) {
 		rr := RunRequest{Lang: in.Lang, Input: Input{Runtime: in.Runtime, Memory: in.Memory, CPUs: in.CPUs, Pids: in.Pids, TmpSize: in.TmpSize, Timeout: in.Timeout, Secrets: in.Secrets}}
-		sr, err := SessionRequest{RunRequest: rr, IdleTimeout: in.IdleTimeout, Lifetime: in.Lifetime, Preload: in.Preload}.sessionRequest(max, mcpCaller)
+		rr.Preload = in.Preload
+		sr, err := SessionRequest{RunRequest: rr, IdleTimeout: in.IdleTimeout, Lifetime: in.Lifetime}.sessionRequest(max, mcpCaller)
 		if err != nil {
 			return nil, runner.Session{}, err
 		}

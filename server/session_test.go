@@ -39,7 +39,7 @@ func TestSessionRequestPreload(t *testing.T) {
 		preload *bool
 		want    bool
 	}{{nil, false}, {&yes, false}, {&no, true}} {
-		sr, err := (SessionRequest{RunRequest: RunRequest{Lang: "python-data"}, Preload: tc.preload}).sessionRequest(runner.Maxima{}, "anonymous")
+		sr, err := (SessionRequest{RunRequest: RunRequest{Lang: "python-data", Preload: tc.preload}}).sessionRequest(runner.Maxima{}, "anonymous")
 		if err != nil || sr.NoPreload != tc.want {
 			t.Errorf("preload %v: NoPreload = %v (%v), want %v", tc.preload, sr.NoPreload, err, tc.want)
 		}

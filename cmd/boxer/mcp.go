@@ -46,6 +46,9 @@ capped by the --max-* flags (docs/http.md: boxer mcp).`,
 			if max.AllowHosts, err = operatorAllowlist(c); err != nil {
 				return err
 			}
+			if max.Preload, err = preloads(c, false); err != nil {
+				return err
+			}
 			shims, err := shimOptions(c)
 			if err != nil {
 				return err

@@ -58,6 +58,8 @@ why). --json prints the result object instead of the output.
 			&cli.StringFlag{Name: "seccomp-profile", Usage: "replace the default seccomp allowlist with an OCI or Docker JSON profile `FILE`"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON result object on stdout"},
 			&cli.BoolFlag{Name: "no-standby", Usage: "neither take nor leave a standby sandbox (also " + standbyEnv + "=0)"},
+			preloadFlag(),
+			&cli.BoolFlag{Name: "no-preload", Usage: "take and leave only a standby whose interpreter has imported nothing (see --preload)"},
 		}, runSecretFlags()...),
 		Action: runAction,
 	}
@@ -205,6 +207,13 @@ func requestFromFlags(c *cli.Context) (runner.Request, error) {
 	if req.Code, err = codeFromFlags(c, req.Lang != ""); err != nil {
 		return req, err
 	}
+	if req.NoPreload = c.Bool("no-preload"); !req.NoPreload {
+		p, err := preloads(c, true)
+		if err != nil {
+			return req, err
+		}
+		req.Preload = p.For(req.Lang)
+	}
 	return req.Normalize()
 }
 
@@ -298,6 +307,8 @@ func flagName(field string) string {
 		return "--allow-host"
 	case runner.FieldSecrets:
 		return "--secret"
+	case runner.FieldPreload:
+		return "--preload"
 	}
 	return "--" + cliName(field)
 }

@@ -96,6 +96,9 @@ func serveAction(c *cli.Context) error {
 	if cfg.Max.AllowHosts, err = operatorAllowlist(c); err != nil {
 		return err
 	}
+	if cfg.Max.Preload, err = preloads(c, false); err != nil {
+		return err
+	}
 	if cfg.Sessions, err = sessionMaxima(c); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ func warmFlags(size int) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "warm", Value: "python", Usage: "languages to keep pre-created sandboxes of, comma-separated: LANG on runc, LANG:runsc on gVisor, either with :net for requests with allow_hosts (needs --allow-host); empty for none"},
 		&cli.IntFlag{Name: "warm-size", Value: size, Usage: "pre-created sandboxes per warm language"},
+		preloadFlag(),
 	}
 }
 
