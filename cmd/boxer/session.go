@@ -62,7 +62,7 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 // included), without what only a run has (code, copy-out, --network), and
 // the session's own.
 func sessionCreateFlags() []cli.Flag {
-	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "json", "no-standby"}
+	skip := []string{"code", "file", "stdin-file", "copy-out", "network", "json", "no-standby", "preload", "no-preload"}
 	var flags []cli.Flag
 	for _, f := range runCommand().Flags {
 		name := f.Names()[0]
