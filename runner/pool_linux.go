@@ -140,7 +140,7 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Ma
 // there is room in ch.
 func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req Request, rootfs snapshots.Rootfs) {
 	defer p.wg.Done()
-	backoff := 100 * time.Millisecond
+	var backoff retryBackoff
 	for ctx.Err() == nil {
 		// Make the next sandbox when no request is running, or at once
 		// when a request waits for one.
@@ -151,14 +151,10 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req Reques
 			if err := sb.destroy(ctx); err != nil {
 				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 10*time.Second)
+			backoff.wait(ctx)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff.reset()
 		select {
 		case ch <- sb:
 		case <-ctx.Done():
@@ -276,3 +272,21 @@ func poolRequest(entry string, max Maxima) (Request, error) {
 	}
 	return req.NormalizeWithin(max)
 }
+
+// retryBackoff spaces the attempts of a background maker that failed:
+// 100 ms after a first failure, doubling up to 10 s, from 100 ms again
+// once one succeeds.
+type retryBackoff struct{ next time.Duration }
+
+// wait sleeps for the next interval, or until ctx ends.
+func (b *retryBackoff) wait(ctx context.Context) {
+	d := max(b.next, 100*time.Millisecond)
+	b.next = min(2*d, 10*time.Second)
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// reset starts the intervals again from 100 ms.
+func (b *retryBackoff) reset() { b.next = 0 }

@@ -113,7 +113,7 @@ func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size in
 func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 	defer p.wg.Done()
 	ctx := p.ctx
-	backoff := 100 * time.Millisecond
+	var backoff retryBackoff
 	for ctx.Err() == nil {
 		rs.mu.Lock()
 		var old *sandbox
@@ -149,14 +149,10 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 			if ctx.Err() == nil {
 				log.G(ctx).WithError(err).Warn("making a ready session")
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 10*time.Second)
+			backoff.wait(ctx)
 			continue
 		}
-		backoff = 100 * time.Millisecond
+		backoff.reset()
 		rs.mu.Lock()
 		rs.ready = append(rs.ready, readySession{sb: sb, made: time.Now()})
 		rs.mu.Unlock()
