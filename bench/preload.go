@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,16 +107,7 @@ func benchPreload(n int, boxerBin, address string) (preloadResult, error) {
 // postData runs code with python-data through a server.
 func postData(url, code string, preload bool) error {
 	body, _ := json.Marshal(map[string]any{"lang": "python-data", "code": code, "preload": preload})
-	resp, err := http.Post(url+"/v1/runs", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(answer, []byte(`"stdout":"1\n"`)) {
-		return fmt.Errorf("POST /v1/runs: %d %s", resp.StatusCode, answer)
-	}
-	return nil
+	return postRun(url, string(body))
 }
 
 // warmRunsOf reads boxer_warm_runs_total from a server's metrics.
