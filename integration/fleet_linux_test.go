@@ -203,7 +203,7 @@ func auditCount(t *testing.T, n *fleetNode, id string) int {
 // sessions to the other and still answers for its own; a node that left
 // the fleet answers 410 for its sessions, one that does not answer 503.
 func TestFleet(t *testing.T) {
-	const nsB = "boxer-fleet-b"
+	nsB := namespace + "-fleet" // this test run's, cleaned by TestMain
 	setupNamespace(t, nsB)
 	d := startFleetDNS(t)
 	a := startFleetNode(t, d, namespace, "127.0.0.1", "node-a", "--drain-grace", "60s")

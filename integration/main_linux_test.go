@@ -131,8 +131,8 @@ func removeTestWorld(base string) bool {
 	}
 	// Containers whose shim is gone (killed above, or by a test) may still
 	// have a runc init process: runc removes them, their processes and
-	// cgroups. Both of the run's namespaces have a runtime root.
-	for _, ns := range []string{namespace, namespace + "-other"} {
+	// cgroups. Each of the run's namespaces has a runtime root.
+	for _, ns := range runNamespaces() {
 		if !removeRuntimeRoot(filepath.Join("/run/containerd/runc", ns)) {
 			clean = false
 		}
@@ -399,13 +399,18 @@ func runtimeState() []string {
 	return out
 }
 
+// runNamespaces are this test run's containerd namespaces: its own,
+// TestSessionOtherNamespace's second and TestFleet's second node's.
+func runNamespaces() []string {
+	return []string{namespace, namespace + "-other", namespace + "-fleet"}
+}
+
 // cgroupDirs are the parents of this test run's sandbox cgroups, in every
 // hierarchy (v1 controllers, the hybrid cgroup2 mount, or v2's root), of
-// both its namespaces.
+// each of its namespaces.
 func cgroupDirs() []string {
 	var out []string
-	// TestSessionOtherNamespace's second namespace is this run's too.
-	for _, ns := range []string{namespace, namespace + "-other"} {
+	for _, ns := range runNamespaces() {
 		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", "boxer", ns))
 		out = append(append(out, dirs...), filepath.Join("/sys/fs/cgroup", "boxer", ns))
 	}
