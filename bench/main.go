@@ -46,7 +46,7 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
-	only := flag.String("only", "", "run some rows only: ready-session, preload or fleet")
+	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet or serve (warm, with and without an allowlist)")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
@@ -68,8 +68,10 @@ func main() {
 				fmt.Printf("%s p50 %.1f ms, %s p50 %.1f ms: %.2f\n", direct.name, ms(median(direct.times)), hop.name, ms(median(hop.times)), float64(median(hop.times))/float64(median(direct.times)))
 			}
 		}
+	case *only == "serve":
+		err = benchServeOnly(*n, *boxerBin, address())
 	case *only != "":
-		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload and fleet", *only)
+		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet and serve", *only)
 	case *table:
 		err = run(*n, *rssRuns, *boxerBin)
 	default:
@@ -654,6 +656,30 @@ func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
 		return nil, err
 	}
 	return append(rows, row{name: "boxer serve, " + kind + ", back to back", times: times, rate1: rate1, rate4: rate4, cpu: cpu}), nil
+}
+
+// benchServeOnly runs the warm server's rows with and without an
+// allowlist, and prints their ratios and CPU per run.
+func benchServeOnly(n int, boxerBin, address string) error {
+	var rows []row
+	for _, warm := range []string{"python", "python:net"} {
+		r, err := benchServe(n, boxerBin, address, warm)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r...)
+	}
+	for _, r := range rows {
+		fmt.Printf("%s: p50 %.1f ms, p90 %.1f ms", r.name, ms(median(r.times)), ms(pct(r.times, 0.9)))
+		if r.cpu > 0 {
+			fmt.Printf(", machine CPU %.0f ms per run, %.1f runs/s at four clients", ms(r.cpu)/float64(len(r.times)), r.rate4)
+		}
+		fmt.Println()
+	}
+	for i := 0; i+2 < len(rows); i++ {
+		fmt.Printf("%s / without = %.2f\n", rows[i+2].name, float64(median(rows[i+2].times))/float64(median(rows[i].times)))
+	}
+	return nil
 }
 
 // benchMemory prints boxer's peak RSS while a sandbox prints 1 GiB, and the
