@@ -6,7 +6,7 @@
  * signal N) once the program has ended; the kernel then ends whatever is
  * left in the namespace.
  *
- *   boxer-init [-g] [-a] [--] program [argument...]
+ *   boxer-init [-g] [-a] [-t SECONDS] [--] program [argument...]
  *   boxer-init -k SIGNAL PID
  *
  * -g holds the program until a line comes on stdin (a sandbox made before
@@ -20,6 +20,12 @@
  * before the program exists to write anything: under gVisor the host
  * knows only the PID of runsc's exec process, and a signal must be sent
  * from inside.
+ *
+ * -t ends boxer-init SECONDS after the program started, whatever the
+ * program does (a session's lifetime, when its first program is not a
+ * sleep but its interpreter): as PID 1, its exit ends every process in
+ * the namespace, and no process in it can stop or delay PID 1. The time
+ * is the monotonic clock's, which gVisor carries across a checkpoint.
  *
  * -k sends SIGNAL (a number) to the process PID that -a announced, from
  * inside the sandbox: SIGKILL to its whole group (boxer-init cannot pass
@@ -50,6 +56,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -223,6 +230,7 @@ usage:
 int main(int argc, char **argv)
 {
 	int gated = 0, announce = 0, i = 1;
+	long limit = 0;
 	if (argc == 4 && strcmp(argv[1], "-k") == 0)
 		return signal_process(argv[2], argv[3]);
 	for (; i < argc && argv[i][0] == '-'; i++) {
@@ -234,13 +242,20 @@ int main(int argc, char **argv)
 			gated = 1;
 		} else if (strcmp(argv[i], "-a") == 0) {
 			announce = 1;
+		} else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) {
+			char *end;
+			limit = strtol(argv[++i], &end, 10);
+			if (*argv[i] == '\0' || *end != '\0' || limit <= 0) {
+				dprintf(2, "boxer-init: -t wants a number of seconds, not %s\n", argv[i]);
+				return EXIT_USAGE;
+			}
 		} else {
 			dprintf(2, "boxer-init: unknown flag %s\n", argv[i]);
 			return EXIT_USAGE;
 		}
 	}
 	if (i >= argc) {
-		dprintf(2, "usage: boxer-init [-g] [-a] [--] program [argument...]\n");
+		dprintf(2, "usage: boxer-init [-g] [-a] [-t SECONDS] [--] program [argument...]\n");
 		return EXIT_USAGE;
 	}
 	char **args = argv + i;
@@ -277,9 +292,29 @@ int main(int argc, char **argv)
 	if (child <= 0)
 		return report(args[0], &f);
 
+	struct timespec end = {0};
+	if (limit > 0) {
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += limit;
+	}
 	for (;;) {
 		siginfo_t si;
-		int sig = sigwaitinfo(&all, &si);
+		int sig;
+		if (limit > 0) {
+			struct timespec now, left;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = end.tv_sec - now.tv_sec;
+			left.tv_nsec = end.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+			if (left.tv_sec < 0)
+				return 128 + SIGKILL;
+			sig = sigtimedwait(&all, &si, &left);
+		} else {
+			sig = sigwaitinfo(&all, &si);
+		}
 		if (sig < 0)
 			continue;
 		if (sig != SIGCHLD) {

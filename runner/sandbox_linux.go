@@ -214,7 +214,9 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	}
 	labels := map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner}
 	if sb.session != nil {
-		sb.session.shape(spec, sb.req, labels)
+		if err := sb.session.shape(spec, sb.req, sb.dirs.SecretEnv, labels); err != nil {
+			return err
+		}
 	}
 	if sb.anchor {
 		labels[reaper.LabelAnchor] = "true"
@@ -247,7 +249,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		if ctx.Err() != nil {
 			return ErrInterrupted
 		}
-		sb.task, err = sb.container.NewTask(opCtx, sb.streams())
+		sb.task, err = sb.container.NewTask(opCtx, sb.streams(), sb.restoreOpts()...)
 		if err == nil {
 			break
 		}
@@ -264,8 +266,11 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		r.leaveShim(sb.member)
 		sb.member = r.joinShim(ctx)
 	}
-	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
-		return err
+	if sb.restoreOpts() == nil {
+		// A restored one's sandbox is made when it starts (startFork).
+		if err := r.verifyLimits(sb.id, sb.limits); err != nil {
+			return err
+		}
 	}
 	if sb.statusC, err = sb.task.Wait(opCtx); err != nil {
 		return fmt.Errorf("waiting on task: %w", err)
@@ -309,6 +314,10 @@ func (sb *sandbox) streams() cio.Creator {
 	sb.stdin, sb.stdinW = &eofReader{r: pr, eof: make(chan struct{})}, pw
 	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
 	sb.stderr.holdInitLine()
+	if sb.session != nil && driverFirst(sb.req) {
+		// Its first process is its interpreter, on the wire.
+		return wireCreator(sb.runDir)
+	}
 	if sb.session != nil || sb.anchor {
 		// Its first process only keeps it alive: a session's calls
 		// bring their own streams.

@@ -152,7 +152,11 @@ func (r *Runner) checkAlive(ctx context.Context, s *liveSession) string {
 	task, err := s.loadTask(ctx)
 	if errdefs.IsNotFound(err) || err == nil && !processRunning(ctx, task) {
 		reason = reaper.EndExited
-	} else if err == nil && interpreted(s.rec.Request.Lang) {
+		if s.rec.DriverFirst {
+			// Its interpreter was its first program.
+			reason = reaper.EndInterpreter
+		}
+	} else if err == nil && interpreted(s.rec.Request.Lang) && !s.rec.DriverFirst {
 		driver, err := task.LoadProcess(ctx, driverExecID, nil)
 		if errdefs.IsNotFound(err) || err == nil && !processRunning(ctx, driver) {
 			reason = reaper.EndInterpreter

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,10 @@ type sessionMeta struct {
 	// ready: made ahead of requests, it stays unmade until one claims it
 	// (session_ready_linux.go).
 	ready bool
+	// restore is the checkpoint a fork is restored from, with the first
+	// program's arguments it was checkpointed with (session_snapshot_linux.go).
+	restore     string
+	restoreArgs []string
 }
 
 // sessionRecord is a session's request, in its run directory. Deadline
@@ -105,13 +110,38 @@ type sessionRecord struct {
 	// SecretEnv names the delivered secrets its processes get as
 	// variables too (names only: the values are in its /run).
 	SecretEnv []string `json:"secret_env,omitempty"`
+	// DriverFirst: its interpreter is its sandbox's first program, not a
+	// process exec'd beside it (driverFirst).
+	DriverFirst bool `json:"driver_first,omitempty"`
 }
 
-// shape makes spec a session's: its first process only waits for the
-// backstop. labels get the session's.
-func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]string) {
-	secs := int64(time.Until(m.backstop)/time.Second) + 1
-	spec.Process.Args = oci.InitArgs([]string{"sleep", strconv.FormatInt(secs, 10)}, false)
+// driverFirst says whether a session's interpreter is its sandbox's first
+// program (under boxer-init, which ends the sandbox at the backstop), its
+// streams the task's: on gVisor, whose restore from a checkpoint kills
+// every process exec'd into the sandbox (session_snapshot_linux.go). On
+// runc it stays an exec beside a sleep, as sessions made before it.
+func driverFirst(req Request) bool {
+	return req.Runtime == "runsc" && interpreted(req.Lang)
+}
+
+// shape makes spec a session's: its first process waits for the backstop,
+// or (driverFirst) is its interpreter, ended at the backstop; a fork's is
+// the one its checkpoint was made with. labels get the session's.
+func (m *sessionMeta) shape(spec *specs.Spec, req Request, secretEnv []string, labels map[string]string) error {
+	secs := strconv.FormatInt(int64(time.Until(m.backstop)/time.Second)+1, 10)
+	switch {
+	case m.restoreArgs != nil:
+		spec.Process.Args = m.restoreArgs
+	case driverFirst(req):
+		p, err := LookupPreset(req.Lang)
+		if err != nil {
+			return err
+		}
+		args := withSecretEnv(append(slices.Clone(p.Command), path.Join("/code", driverFile), driverPid), secretEnv, spec.Process.Env)
+		spec.Process.Args = append([]string{oci.InitPath, "-t", secs, "--"}, args...)
+	default:
+		spec.Process.Args = oci.InitArgs([]string{"sleep", secs}, false)
+	}
 	labels[reaper.LabelSession] = m.caller
 	labels[reaper.LabelSessionLang] = req.Lang
 	labels[reaper.LabelSessionDeadline] = strconv.FormatInt(m.deadline.Unix(), 10)
@@ -120,6 +150,7 @@ func (m *sessionMeta) shape(spec *specs.Spec, req Request, labels map[string]str
 	if m.ready {
 		labels[reaper.LabelSessionReady] = "true"
 	}
+	return nil
 }
 
 func (r *Runner) newSessionID() string {
@@ -268,19 +299,10 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	support := maps.Clone(p.Support)
-	if support == nil {
-		support = map[string]string{}
+	if err := sb.writeSupport(p); err != nil {
+		return err
 	}
-	if interpreted(sb.req.Lang) {
-		support[driverFile], support[cellFile] = sessionDriver, sessionCell
-	}
-	for name, content := range support {
-		if err := os.WriteFile(filepath.Join(sb.dirs.Code, name), []byte(content), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
-		}
-	}
-	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.dirs.SecretEnv})
+	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.dirs.SecretEnv, DriverFirst: driverFirst(sb.req)})
 	if err != nil {
 		return err
 	}
@@ -303,7 +325,10 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := sb.task.Start(opCtx); err != nil {
 		return &runtimeError{step: "starting session", err: err}
 	}
-	if interpreted(sb.req.Lang) {
+	if driverFirst(sb.req) {
+		// Its streams are the wire, which calls open.
+		sb.task.IO().Close()
+	} else if interpreted(sb.req.Lang) {
 		spec, err := sb.container.Spec(opCtx)
 		if err != nil {
 			return fmt.Errorf("reading session spec: %w", err)
@@ -339,6 +364,24 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	}
 	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
 		return &SessionEndedError{ID: sb.id, Reason: reason}
+	}
+	return nil
+}
+
+// writeSupport writes the session's support files in its code directory:
+// its preset's, and its interpreter's.
+func (sb *sandbox) writeSupport(p Preset) error {
+	support := maps.Clone(p.Support)
+	if support == nil {
+		support = map[string]string{}
+	}
+	if interpreted(sb.req.Lang) {
+		support[driverFile], support[cellFile] = sessionDriver, sessionCell
+	}
+	for name, content := range support {
+		if err := os.WriteFile(filepath.Join(sb.dirs.Code, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
 	}
 	return nil
 }
