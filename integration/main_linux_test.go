@@ -420,6 +420,12 @@ func cgroupDirs() []string {
 // processesMatching lists processes (other than containerd itself) whose
 // command line mentions s: shims and sandboxes of this test run.
 func processesMatching(s string) []string {
+	return processLines(func(cmd string) bool { return strings.Contains(cmd, s) && strings.Contains(cmd, "shim") })
+}
+
+// processLines lists the processes whose command line match says yes to,
+// by PID and command line.
+func processLines(match func(cmd string) bool) []string {
 	var out []string
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -428,7 +434,7 @@ func processesMatching(s string) []string {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(bytes.TrimRight(data, "\x00")), "\x00", " ")
-		if strings.Contains(cmd, s) && strings.Contains(cmd, "shim") {
+		if match(cmd) {
 			out = append(out, e.Name()+" "+cmd)
 		}
 	}

@@ -281,14 +281,19 @@ func (cfg Config) reapLocks(ctx context.Context) {
 }
 
 // TaskRunning says whether c's task runs, or is paused: a frozen
-// sandbox (a paused session) is alive, its processes kept.
+// sandbox (a paused session) is alive, its processes kept, and so is a
+// checkpointed session's, whose task is gone until it is restored.
 func TaskRunning(ctx context.Context, c containerd.Container) bool {
 	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		labels, lerr := c.Labels(ctx)
+		return lerr != nil && !errdefs.IsNotFound(lerr) || labels[LabelSessionCheckpointed] != ""
+	}
 	if err != nil {
 		// Only containerd's "no task" is an answer: an error of the asking
 		// (a request cancelled, containerd busy) says nothing of the task,
 		// and must not end a session that runs.
-		return !errdefs.IsNotFound(err)
+		return true
 	}
 	st, err := task.Status(ctx)
 	if err != nil {

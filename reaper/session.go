@@ -28,6 +28,10 @@ const (
 	// frozen), in Unix seconds; absent while it runs. A paused session's
 	// idle clock stops: it is not idle, only its deadline ends it.
 	LabelSessionPaused = "boxer.session.paused"
+	// LabelSessionCheckpointed is when the session was checkpointed (its
+	// sandbox saved to disk and ended, its task deleted on purpose: it
+	// lives, paused, until it is restored), in Unix seconds.
+	LabelSessionCheckpointed = "boxer.session.checkpointed"
 	// LabelSessionIdle is its idle timeout in seconds.
 	LabelSessionIdle = "boxer.session.idle"
 	// LabelSessionUsed is when it was made, in Unix seconds; when it was

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
 
@@ -58,6 +59,12 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	}
 	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
+	}
+	if sb.session != nil || validSessionID(sb.id) {
+		// A session's checkpoint, if it has one.
+		if err := os.RemoveAll(sb.r.checkpointDir(sb.id)); err != nil {
+			errs = append(errs, fmt.Errorf("removing checkpoint: %w", err))
+		}
 	}
 	if err := cgroups.Destroy(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id), cgroupGrace); err != nil {
 		errs = append(errs, err)

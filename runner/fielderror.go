@@ -35,6 +35,7 @@ const (
 	FieldCopyOut     = "copy_out"
 	FieldReturnFiles = "return_files"
 	FieldReturnBytes = "return_bytes"
+	FieldCount       = "count"
 )
 
 // FieldError is a request boxer refuses: Field names the field at fault and

@@ -31,9 +31,12 @@ type Runner struct {
 	namespace string
 	stateDir  string
 	runsDir   string
-	cgroups   cgroups.Mode
-	host      hostFacts
-	owner     string
+	// checkpointsDir holds sessions' checkpoints, on disk
+	// (session_snapshot_linux.go).
+	checkpointsDir string
+	cgroups        cgroups.Mode
+	host           hostFacts
+	owner          string
 	// useStandby: runs claim standbys (Options.Standby).
 	useStandby bool
 	// handOff: runs leave their sandboxes in handedOff (Options.HandOff).
@@ -93,22 +96,23 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", address, err)
 	}
 	r := &Runner{
-		client:     client,
-		address:    address,
-		namespace:  o.Namespace,
-		stateDir:   o.Daemon.State,
-		runsDir:    filepath.Join(o.Daemon.State, "runs"),
-		cgroups:    cgroups.DetectMode(),
-		host:       hostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
-		owner:      reaper.Self(),
-		useStandby: o.Standby,
-		handOff:    o.HandOff,
-		shim:       runcShim,
-		wrap:       wrapBinary(),
-		secrets:    o.Secrets,
-		keeper:     o.Keeper,
-		inject:     o.Inject,
-		sessionID:  o.SessionID,
+		client:         client,
+		address:        address,
+		namespace:      o.Namespace,
+		stateDir:       o.Daemon.State,
+		runsDir:        filepath.Join(o.Daemon.State, "runs"),
+		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
+		cgroups:        cgroups.DetectMode(),
+		host:           hostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
+		owner:          reaper.Self(),
+		useStandby:     o.Standby,
+		handOff:        o.HandOff,
+		shim:           runcShim,
+		wrap:           wrapBinary(),
+		secrets:        o.Secrets,
+		keeper:         o.Keeper,
+		inject:         o.Inject,
+		sessionID:      o.SessionID,
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
 		client.Close()

@@ -77,6 +77,9 @@ type Session struct {
 	// wait for ResumeSession, and its idle clock stops.
 	Paused   bool       `json:"paused"`
 	PausedAt *time.Time `json:"paused_at,omitempty"`
+	// Checkpointed: paused, its sandbox saved to disk and ended
+	// (CheckpointSession); ResumeSession restores it.
+	Checkpointed bool `json:"checkpointed"`
 	// Interpreter: calls share one interpreter (python, python-data);
 	// otherwise each call is a fresh process and only files persist.
 	Interpreter bool `json:"interpreter"`

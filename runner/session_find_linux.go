@@ -69,7 +69,7 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 		return nil, ErrSessionNotFound
 	}
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
-	if ask {
+	if ask && info.Labels[reaper.LabelSessionCheckpointed] == "" {
 		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
 			return nil, r.endSession(ctx, c, reaper.EndExited)
 		} else if err != nil {
@@ -132,5 +132,6 @@ func sessionInfo(id, caller string, rec sessionRecord, labels map[string]string,
 		p = p.UTC()
 		s.Paused, s.PausedAt = true, &p
 	}
+	s.Checkpointed = labels[reaper.LabelSessionCheckpointed] != ""
 	return s
 }

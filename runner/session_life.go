@@ -30,6 +30,8 @@ type SessionStats struct {
 	ID     string    `json:"id"`
 	At     time.Time `json:"at"`
 	Paused bool      `json:"paused"`
+	// Checkpointed: saved to disk, its sandbox ended (no CPU or memory).
+	Checkpointed bool `json:"checkpointed"`
 	// CPUTimeMs is the CPU time its cgroup used since it was made, user
 	// and system.
 	CPUTimeMs float64 `json:"cpu_time_ms"`

@@ -83,6 +83,9 @@ func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ Sessio
 	if err := s.reload(ctx); err != nil {
 		return Session{}, err
 	}
+	if s.labels[reaper.LabelSessionCheckpointed] != "" {
+		return r.resumeCheckpointed(ctx, s)
+	}
 	task, err := s.loadTask(ctx)
 	if err != nil {
 		return Session{}, err
@@ -159,12 +162,15 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 	if err != nil {
 		return SessionStats{}, r.fault(ctx, err)
 	}
-	st, err := cgroups.ReadStats(r.cgroups, reaper.CgroupsPath(r.namespace, id))
-	if err != nil {
-		return SessionStats{}, fmt.Errorf("reading session %s's figures: %w", id, err)
+	// A checkpointed one has no sandbox, and uses no CPU or memory.
+	var st cgroups.Stats
+	if s.labels[reaper.LabelSessionCheckpointed] == "" {
+		if st, err = cgroups.ReadStats(r.cgroups, reaper.CgroupsPath(r.namespace, id)); err != nil {
+			return SessionStats{}, fmt.Errorf("reading session %s's figures: %w", id, err)
+		}
 	}
 	out := SessionStats{
-		ID: id, At: time.Now().UTC(), Paused: s.paused,
+		ID: id, At: time.Now().UTC(), Paused: s.paused, Checkpointed: s.labels[reaper.LabelSessionCheckpointed] != "",
 		CPUTimeMs:   float64(st.CPUTimeNs/1000) / 1000,
 		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes, MemoryLimitBytes: s.rec.Request.MemoryBytes,
 	}

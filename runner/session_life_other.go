@@ -2,7 +2,7 @@
 
 package runner
 
-// A session's life off Linux: pausing, resuming, its time left and figures need Linux.
+// A session's life off Linux: pausing, resuming, checkpoints, its time left and figures need Linux.
 
 import (
 	"context"
@@ -27,4 +27,14 @@ func (r *Runner) SetSessionTimeout(context.Context, string, string, time.Duratio
 // SessionStats needs Linux.
 func (r *Runner) SessionStats(context.Context, string, string) (SessionStats, error) {
 	return SessionStats{}, ErrNotLinux
+}
+
+// CheckpointSession needs Linux.
+func (r *Runner) CheckpointSession(context.Context, string, string) (Session, error) {
+	return Session{}, ErrNotLinux
+}
+
+// ForkSession needs Linux.
+func (r *Runner) ForkSession(context.Context, string, string, int, bool, SessionMaxima) ([]Session, error) {
+	return nil, ErrNotLinux
 }

@@ -141,6 +141,7 @@ func (r *Runner) releaseUserns(runDir string) error {
 // dead boxer processes): their links and their blocks of ids.
 func (r *Runner) sweep(ctx context.Context) {
 	r.sweepLinks(ctx)
+	r.sweepCheckpoints(ctx)
 	if err := userns.Sweep(r.userns.opts.Dir); err != nil {
 		log.G(ctx).WithError(err).Warn("sweeping user id blocks")
 	}

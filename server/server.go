@@ -130,6 +130,8 @@ func (s *Server) Handler() http.Handler {
 		{"PUT", "/v1/sessions/{id}/files/{path...}", http.HandlerFunc(s.handleSessionFilePut)},
 		{"POST", "/v1/sessions/{id}/pause", http.HandlerFunc(s.handleSessionPause)},
 		{"POST", "/v1/sessions/{id}/resume", http.HandlerFunc(s.handleSessionResume)},
+		{"POST", "/v1/sessions/{id}/checkpoint", http.HandlerFunc(s.handleSessionCheckpoint)},
+		{"POST", "/v1/sessions/{id}/fork", http.HandlerFunc(s.handleSessionFork)},
 		{"POST", "/v1/sessions/{id}/timeout", http.HandlerFunc(s.handleSessionTimeout)},
 		{"GET", "/v1/sessions/{id}/stats", http.HandlerFunc(s.handleSessionStats)},
 		{"GET", "/v1/sessions/{id}/network", http.HandlerFunc(s.handleSessionNetwork)},

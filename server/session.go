@@ -152,7 +152,7 @@ func sessionStatus(err error) int {
 		return http.StatusNotFound
 	case errors.As(err, &limit):
 		return http.StatusTooManyRequests
-	case errors.Is(err, runner.ErrSessionPaused), errors.Is(err, runner.ErrNoNetwork):
+	case errors.Is(err, runner.ErrSessionPaused), errors.Is(err, runner.ErrNoNetwork), errors.Is(err, runner.ErrNotCheckpointable):
 		return http.StatusConflict
 	case errors.Is(err, runner.ErrInvalid), errors.Is(err, runner.ErrImageNotFound):
 		return requestStatus(err)

@@ -3,6 +3,7 @@ package server
 // A session's life over HTTP: pause, resume, its time left, its figures.
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"time"
@@ -25,6 +26,37 @@ func (s *Server) handleSessionResume(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.runner.ResumeSession(r.Context(), id, owner(r))
 	s.answerSession(w, r, "session_resumed", id, sess, err)
+}
+
+func (s *Server) handleSessionCheckpoint(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sess, err := s.runner.CheckpointSession(r.Context(), id, owner(r))
+	s.answerSession(w, r, "session_checkpointed", id, sess, err)
+}
+
+// ForkRequest is the body of POST /v1/sessions/{id}/fork, which may be
+// empty.
+type ForkRequest struct {
+	Count int `json:"count,omitempty" jsonschema:"how many sessions to make from it, 1 to 8 (default 1)"`
+}
+
+func (s *Server) handleSessionFork(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body ForkRequest
+	if r.ContentLength != 0 && !s.decodeBody(w, r, &body) {
+		return
+	}
+	forks, err := s.runner.ForkSession(r.Context(), id, owner(r), cmp.Or(body.Count, 1), true, s.cfg.Sessions)
+	if err != nil {
+		s.answerLifeError(w, r, "session_forked", id, err)
+		return
+	}
+	for _, f := range forks {
+		e := s.sessionEntry(r, "session_forked", f.ID, http.StatusCreated, "from "+id)
+		e.Lang, e.Image = f.Lang, f.Image
+		s.audit.write(e)
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"sessions": forks})
 }
 
 func (s *Server) handleSessionTimeout(w http.ResponseWriter, r *http.Request) {

@@ -44,6 +44,8 @@ in /workspace persist. It ends after --idle-timeout without a call, at its
 			sessionRmCommand(),
 			sessionPauseCommand(),
 			sessionResumeCommand(),
+			sessionCheckpointCommand(),
+			sessionForkCommand(),
 			sessionTimeoutCommand(),
 			sessionStatsCommand(),
 			sessionExecCommand(),
@@ -310,7 +312,9 @@ func sessionLsCommand() *cli.Command {
 			now := time.Now()
 			for _, s := range list {
 				idle := units.HumanDuration(now.Sub(s.LastUsed))
-				if s.Paused {
+				if s.Checkpointed {
+					idle = "checkpointed"
+				} else if s.Paused {
 					idle = "paused"
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s ago\t%s\t%s\n", s.ID, s.Lang, s.Runtime,

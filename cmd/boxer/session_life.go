@@ -125,7 +125,9 @@ func sessionStatsCommand() *cli.Command {
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			state := "running"
-			if st.Paused {
+			if st.Checkpointed {
+				state = "checkpointed (saved to disk; resume restores it)"
+			} else if st.Paused {
 				state = "paused"
 			}
 			network := "none (made without --allow-host)"
