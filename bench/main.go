@@ -46,7 +46,7 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
-	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet or serve (warm, with and without an allowlist)")
+	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet, snapshot or serve (warm, with and without an allowlist)")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
@@ -68,10 +68,20 @@ func main() {
 				fmt.Printf("%s p50 %.1f ms, %s p50 %.1f ms: %.2f\n", direct.name, ms(median(direct.times)), hop.name, ms(median(hop.times)), float64(median(hop.times))/float64(median(direct.times)))
 			}
 		}
+	case *only == "snapshot":
+		var rows []row
+		if rows, err = benchSnapshot(*n, *boxerBin, address()); err == nil {
+			times := map[string]time.Duration{}
+			for _, r := range rows {
+				times[r.name] = median(r.times)
+				fmt.Printf("%s: p50 %.1f ms, p90 %.1f ms\n", r.name, ms(median(r.times)), ms(pct(r.times, 0.9)))
+			}
+			printSnapshotRatios(times)
+		}
 	case *only == "serve":
 		err = benchServeOnly(*n, *boxerBin, address())
 	case *only != "":
-		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet and serve", *only)
+		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet, snapshot and serve", *only)
 	case *table:
 		err = run(*n, *rssRuns, *boxerBin)
 	default:
@@ -338,6 +348,13 @@ func run(n, rssRuns int, boxerBin string) error {
 		}
 		serve = append(serve, resumeRow)
 	}
+	if runscErr == nil {
+		snapRows, err := benchSnapshot(n, boxerBin, address)
+		if err != nil {
+			return err
+		}
+		serve = append(serve, snapRows...)
+	}
 	preload, err := benchPreload(n, boxerBin, address)
 	if err != nil {
 		return err
@@ -434,6 +451,7 @@ func run(n, rssRuns int, boxerBin string) error {
 	for _, r := range serve {
 		serveTimes[r.name] = median(r.times)
 	}
+	printSnapshotRatios(serveTimes)
 	for _, r := range serve {
 		if plain, ok := strings.CutPrefix(r.name, "boxer serve, warm, network allowlist"); ok && serveTimes["boxer serve, warm"+plain] > 0 {
 			fmt.Printf("%s / boxer serve, warm%s = %.2f (target <= 1.15)\n", r.name, plain, float64(median(r.times))/float64(serveTimes["boxer serve, warm"+plain]))

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/runner"
+	containerd "github.com/containerd/containerd/v2/client"
 )
 
 // counterCode starts, in a python session's interpreter, a thread that
@@ -278,4 +280,61 @@ func TestSessionLifeHTTP(t *testing.T) {
 			assertClean(t)
 		})
 	}
+}
+
+// TestSessionBackstop: a session whose boxer processes are all gone ends
+// itself at its backstop, the maximum lifetime it was made under. On runc
+// its first program is a sleep for it; on runsc its first program is its
+// interpreter, under boxer-init -t, which ends the sandbox then.
+func TestSessionBackstop(t *testing.T) {
+	s := startServer(t, "--max-session-lifetime", "6s")
+	var ids []string
+	for _, rt := range runtimes {
+		code, data := sessionHTTP(t, s, "", "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`","lifetime":"6s"}`)
+		var sess runner.Session
+		if code != 201 || json.Unmarshal(data, &sess) != nil {
+			t.Fatalf("create on %s: %d %s", rt, code, data)
+		}
+		ids = append(ids, sess.ID)
+	}
+	// No boxer process is left to end them on time.
+	must(t, s.cmd.Process.Kill())
+	_ = s.cmd.Wait()
+	ctx := context.Background()
+	running := func(id string) bool {
+		c, err := client.LoadContainer(ctx, id)
+		if err != nil {
+			return false
+		}
+		task, err := c.Task(ctx, nil)
+		if err != nil {
+			return false
+		}
+		st, err := task.Status(ctx)
+		return err == nil && st.Status == containerd.Running
+	}
+	for _, id := range ids {
+		if !running(id) {
+			t.Fatalf("session %s ended before its backstop", id)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		var left []string
+		for _, id := range ids {
+			if running(id) {
+				left = append(left, id)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions still running 30 s after their backstop: %v", left)
+		}
+	}
+	// The next boxer command reaps what is left of them.
+	if r := boxer(t, nil, "session", "ls"); r.code != 0 {
+		t.Fatalf("session ls: %s", r.stderr)
+	}
+	assertClean(t)
 }

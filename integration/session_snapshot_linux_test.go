@@ -20,7 +20,7 @@ func TestSessionSnapshot(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 	must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
-	s := startServer(t, "--token-file", tokens)
+	s := startServer(t, "--token-file", tokens, "--secret", "TOKEN=file:"+secretFile(t, secretValue(t)))
 	create := func(body string) string {
 		t.Helper()
 		code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions", body)
@@ -61,8 +61,8 @@ func TestSessionSnapshot(t *testing.T) {
 		t.Errorf("processes of the checkpointed session's sandbox left: %v", procs)
 	}
 	image := filepath.Join(rootDir, "checkpoints", namespace, id)
-	if _, err := os.Stat(image); err != nil {
-		t.Errorf("its checkpoint on disk: %v", err)
+	if st, err := os.Stat(image); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("its checkpoint on disk: %v, %v; want a directory of root's alone", st, err)
 	}
 	if code, data := sessionHTTP(t, s, a, "POST", path+"/runs", `{"code":"print(1)"}`); code != 409 {
 		t.Errorf("a call while checkpointed: %d %s, want 409", code, data)
@@ -83,11 +83,36 @@ func TestSessionSnapshot(t *testing.T) {
 		t.Errorf("its checkpoint after the resume: %v, want it removed", err)
 	}
 
+	// Hostile files for the copy: links out of the sandbox (absolute and
+	// by ..) to a file of the host's, and a FIFO, which a copy that opened
+	// it would hang on (gVisor keeps it in its own kernel, in the image).
+	host := filepath.Join(t.TempDir(), "host-secret")
+	must(t, os.WriteFile(host, []byte("host's"), 0o644))
+	up := "../../../../../../../.." + host
+	call(id, fmt.Sprintf("import os\nos.symlink(%q, '/workspace/esc')\nos.symlink(%q, '/home/user/esc2')\nos.mkfifo('/tmp/fifo')", host, up))
+
 	// Three forks of the running session, each then written to.
 	code, data = sessionHTTP(t, s, a, "POST", path+"/fork", `{"count":3}`)
 	var forked struct{ Sessions []runner.Session }
 	if code != 201 || json.Unmarshal(data, &forked) != nil || len(forked.Sessions) != 3 {
 		t.Fatalf("fork 3: %d %s", code, data)
+	}
+	files := filepath.Join(stateDir, "runs", forked.Sessions[0].ID, "files")
+	for _, l := range []struct{ name, target string }{{"workspace/esc", host}, {"home/user/esc2", up}} {
+		if target, err := os.Readlink(filepath.Join(files, l.name)); err != nil || target != l.target {
+			t.Errorf("the fork's %s: %q, %v; want the link itself, to %s", l.name, target, err, l.target)
+		}
+	}
+	_ = filepath.WalkDir(files, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if data, _ := os.ReadFile(p); strings.Contains(string(data), "host's") {
+				t.Errorf("the host file's bytes in the fork's %s", p)
+			}
+		}
+		return nil
+	})
+	if got := call(forked.Sessions[0].ID, "import os\nprint(os.path.exists('/workspace/esc'), os.path.exists('/home/user/esc2'))"); got != "False False" {
+		t.Errorf("in the fork, the links resolve in its own root: %q", got)
 	}
 	for i, f := range forked.Sessions {
 		if got := call(f.ID, state); got != "(1000, 1) 499500 before src src" {
@@ -127,10 +152,11 @@ func TestSessionSnapshot(t *testing.T) {
 	runc := create(`{"lang":"python","runtime":"runc"}`)
 	bash := create(`{"lang":"bash","runtime":"runsc"}`)
 	busy := create(`{"lang":"python","runtime":"runsc"}`)
+	secret := create(`{"lang":"python","runtime":"runsc","secrets":["TOKEN"]}`)
 	if code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions/"+busy+"/processes", `{"args":["sleep","600"]}`); code != 201 {
 		t.Fatalf("background process: %d %s", code, data)
 	}
-	for _, c := range []struct{ id, why string }{{runc, "CRIU"}, {bash, "python or python-data"}, {busy, "sleep 600"}} {
+	for _, c := range []struct{ id, why string }{{runc, "CRIU"}, {bash, "python or python-data"}, {busy, "sleep 600"}, {secret, "secrets"}} {
 		if code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions/"+c.id+"/checkpoint", ""); code != 409 || !strings.Contains(string(data), c.why) {
 			t.Errorf("checkpoint of %s: %d %s, want 409 saying %q", c.id, code, data, c.why)
 		}
@@ -153,4 +179,48 @@ func TestSessionSnapshot(t *testing.T) {
 	if procs := processLines(func(cmd string) bool { return strings.Contains(cmd, id) }); len(procs) > 0 {
 		t.Errorf("processes left: %v", procs)
 	}
+}
+
+// TestSessionSnapshotCLI: the CLI checkpoints a gVisor session, lists it
+// as checkpointed, forks it and resumes it; the forks live on their own
+// (their keeper ends them), and a runc session is refused with exit 125.
+func TestSessionSnapshotCLI(t *testing.T) {
+	id := createSession(t, "--runtime", "runsc", "--lang", "python")
+	if res, r := sessionCall(t, id, "x = 41"); r.code != 0 {
+		t.Fatalf("session run: %+v %s", res, r.stderr)
+	}
+	if r := boxer(t, nil, "session", "checkpoint", id); r.code != 0 {
+		t.Fatalf("checkpoint: %d %s", r.code, r.stderr)
+	}
+	if r := boxer(t, nil, "session", "ls"); !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "checkpointed") {
+		t.Errorf("ls: %s", r.stdout)
+	}
+	if r := boxer(t, nil, "session", "run", id, "-c", "print(x)"); r.code != 125 || !strings.Contains(r.stderr, "resume") {
+		t.Errorf("a call while checkpointed: %d %s, want 125 saying to resume", r.code, r.stderr)
+	}
+	r := boxer(t, nil, "session", "fork", id, "-n", "2")
+	forks := strings.Fields(r.stdout)
+	if r.code != 0 || len(forks) != 2 {
+		t.Fatalf("fork -n 2: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	t.Cleanup(func() { boxer(t, nil, append([]string{"session", "rm"}, forks...)...) })
+	if r := boxer(t, nil, "session", "resume", id); r.code != 0 {
+		t.Fatalf("resume: %d %s", r.code, r.stderr)
+	}
+	for _, s := range append(forks, id) {
+		if res, r := sessionCall(t, s, "x += 1; print(x)"); r.code != 0 || res.Stdout != "42\n" {
+			t.Errorf("in %s: %+v %s", s, res, r.stderr)
+		}
+	}
+	runc := createSession(t, "--runtime", "runc", "--lang", "python")
+	if r := boxer(t, nil, "session", "checkpoint", runc); r.code != 125 || !strings.Contains(r.stderr, "CRIU") {
+		t.Errorf("checkpoint on runc: %d %s, want 125 naming CRIU", r.code, r.stderr)
+	}
+	if r := boxer(t, nil, "session", "fork", id, "-n", "0"); r.code != 125 || !strings.Contains(r.stderr, "--count") {
+		t.Errorf("fork -n 0: %d %s, want 125 naming --count", r.code, r.stderr)
+	}
+	if r := boxer(t, nil, append([]string{"session", "rm", id, runc}, forks...)...); r.code != 0 {
+		t.Errorf("rm: %d %s", r.code, r.stderr)
+	}
+	assertClean(t)
 }
