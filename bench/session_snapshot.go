@@ -8,9 +8,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"time"
 )
 
@@ -34,22 +31,7 @@ func benchSnapshot(n int, boxerBin, address string) ([]row, error) {
 		return nil, err
 	}
 	defer s.stop()
-	do := func(method, path, body string) ([]byte, error) {
-		req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		answer, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode/100 != 2 {
-			return nil, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, answer)
-		}
-		return answer, nil
-	}
+	do := func(method, path, body string) ([]byte, error) { return httpDo(method, s.url+path, body) }
 	call := func(id, code string) error {
 		body, _ := json.Marshal(map[string]string{"code": code})
 		answer, err := do("POST", "/v1/sessions/"+id+"/runs", string(body))

@@ -265,7 +265,9 @@ func TestOrphanTaskReaped(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitForTask(t)
+			// Running, not only created: a run killed while containerd
+			// creates its task has that creation rolled back.
+			waitForRunningTask(t)
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -12,12 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/containerd/containerd/api/types/task"
 )
 
 // server is a 'boxer serve' process of a test.
@@ -399,6 +402,20 @@ func waitForTask(t *testing.T) {
 			t.Fatal("no sandbox started")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitForRunningTask waits until a task runs its program.
+func waitForRunningTask(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		tasks, err := client.TaskService().List(context.Background(), nil)
+		if err == nil && slices.ContainsFunc(tasks.Tasks, func(tk *task.Process) bool { return tk.Status == task.Status_RUNNING }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no sandbox runs")
+		}
 	}
 }
 
