@@ -133,9 +133,24 @@ func TestSessionSnapshot(t *testing.T) {
 		t.Errorf("token b's list: %d %s", code, data)
 	}
 
-	// A checkpointed session forks too, and stays checkpointed.
-	if code, data := sessionHTTP(t, s, a, "POST", path+"/checkpoint", ""); code != 200 {
-		t.Fatalf("second checkpoint: %d %s", code, data)
+	// A paused session forks (it stays paused) and is checkpointed; a
+	// checkpointed one forks too, and stays checkpointed.
+	if code, data := sessionHTTP(t, s, a, "POST", path+"/pause", ""); code != 200 {
+		t.Fatalf("pause: %d %s", code, data)
+	}
+	code, data = sessionHTTP(t, s, a, "POST", path+"/fork", "")
+	if code != 201 || json.Unmarshal(data, &forked) != nil || len(forked.Sessions) != 1 {
+		t.Fatalf("fork of the paused session: %d %s", code, data)
+	}
+	if got := call(forked.Sessions[0].ID, state); got != "(1000, 1) 499500 before src src" {
+		t.Errorf("fork of the paused session: %q", got)
+	}
+	code, data = sessionHTTP(t, s, a, "POST", path+"/checkpoint", "")
+	if code != 200 || json.Unmarshal(data, &sess) != nil || !sess.Checkpointed || !sess.Paused {
+		t.Fatalf("checkpoint of the paused session: %d %s", code, data)
+	}
+	if procs := processLines(func(cmd string) bool { return strings.Contains(cmd, id) }); len(procs) > 0 {
+		t.Errorf("processes of the paused, checkpointed session's sandbox left: %v", procs)
 	}
 	code, data = sessionHTTP(t, s, a, "POST", path+"/fork", "")
 	if code != 201 || json.Unmarshal(data, &forked) != nil || len(forked.Sessions) != 1 {
