@@ -34,18 +34,11 @@ import (
 // session changes nothing.
 func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
 	defer func() { retErr = r.fault(ctx, retErr) }()
-	s, err := r.findSession(ctx, id, caller, false)
-	if err != nil {
-		return Session{}, err
-	}
-	unlock, err := s.lock(ctx)
+	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
 		return Session{}, err
 	}
 	defer unlock()
-	if err := s.reload(ctx); err != nil {
-		return Session{}, err
-	}
 	if s.paused {
 		return s.info(), nil
 	}
@@ -71,18 +64,11 @@ func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ Session
 // Resuming a session that runs changes nothing.
 func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
 	defer func() { retErr = r.fault(ctx, retErr) }()
-	s, err := r.findSession(ctx, id, caller, false)
-	if err != nil {
-		return Session{}, err
-	}
-	unlock, err := s.lock(ctx)
+	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
 		return Session{}, err
 	}
 	defer unlock()
-	if err := s.reload(ctx); err != nil {
-		return Session{}, err
-	}
 	if s.labels[reaper.LabelSessionCheckpointed] != "" {
 		return r.resumeCheckpointed(ctx, s)
 	}

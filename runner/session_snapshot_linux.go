@@ -119,6 +119,25 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Se
 	if err != nil {
 		return Session{}, fmt.Errorf("watching session %s: %w", id, err)
 	}
+	// A frozen sandbox would stay so once saved, and gVisor cannot
+	// signal it: it is thawed for the moment the checkpoint takes to
+	// start (the checkpoint stops it again to save it), and frozen again
+	// should the checkpoint fail.
+	frozen := false
+	refreeze := func() {
+		if !frozen {
+			return
+		}
+		if err := task.Pause(opCtx); err != nil {
+			log.G(ctx).WithError(err).Warnf("freezing session %s again", id)
+		}
+	}
+	if st, err := task.Status(opCtx); err == nil && (st.Status == containerd.Paused || st.Status == containerd.Pausing) {
+		if err := task.Resume(opCtx); err != nil {
+			return Session{}, &runtimeError{step: "thawing session to checkpoint it", err: err}
+		}
+		frozen = true
+	}
 	// Marked before its task goes: no boxer process may take it for a
 	// session whose sandbox exited.
 	now := strconv.FormatInt(time.Now().Unix(), 10)
@@ -127,27 +146,13 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Se
 		marks[reaper.LabelSessionPaused] = now
 	}
 	if s.labels, err = s.c.SetLabels(opCtx, marks); err != nil {
+		refreeze()
 		return Session{}, fmt.Errorf("marking session %s checkpointed: %w", id, err)
-	}
-	// A frozen sandbox would stay so once saved, and gVisor cannot
-	// signal it: it is thawed for the moment the checkpoint takes to
-	// start (the checkpoint stops it again to save it), and frozen again
-	// should the checkpoint fail.
-	frozen := false
-	if st, err := task.Status(opCtx); err == nil && (st.Status == containerd.Paused || st.Status == containerd.Pausing) {
-		if err := task.Resume(opCtx); err != nil {
-			return Session{}, &runtimeError{step: "thawing session to checkpoint it", err: err}
-		}
-		frozen = true
 	}
 	dir := r.checkpointDir(id)
 	_ = os.RemoveAll(dir)
 	if err := r.checkpointTask(opCtx, id, dir, true); err != nil {
-		if frozen {
-			if perr := task.Pause(opCtx); perr != nil {
-				log.G(ctx).WithError(perr).Warnf("freezing session %s again", id)
-			}
-		}
+		refreeze()
 		for k := range marks {
 			marks[k] = ""
 		}
