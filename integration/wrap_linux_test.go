@@ -36,6 +36,10 @@ func TestRuntimeWrappers(t *testing.T) {
 			t.Errorf("%s starts %q, want %q", p, line, want)
 		}
 	}
+	// runc's start and delete are boxer-wrap's (runner.TestWrapRuncFast).
+	if data, err := os.ReadFile(userns[0]); err != nil || !strings.Contains(string(data), "\nrunc-fast start-delete\n") {
+		t.Errorf("%s: %q %v, want runc-fast", userns[0], data, err)
+	}
 }
 
 // TestServeRewritesWrappers: a server makes each sandbox through the

@@ -196,12 +196,14 @@ func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
 // the child is in the user namespace, which needs CAP_SYS_RESOURCE over a
 // namespace whose owner is not root (see userns): a root without it (in
 // some containers and VMs) could not start any sandbox. The runc is the
-// one the shim would run: the first on its PATH.
+// one the shim would run: the first on its PATH. boxer-wrap does runc's
+// start and delete of these sandboxes itself (runc-fast in
+// init/boxer-wrap.c): two of the three executions of runc per sandbox.
 func (r *Runner) runcUsernsWrapper() (string, error) {
 	nofile := strconv.FormatUint(r.host.NoFile, 10)
 	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
 	if r.wrap != "" {
-		if w, ok := wrapFile(r.wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "exec runc"); ok {
+		if w, ok := wrapFile(r.wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "runc-fast start-delete", "exec runc"); ok {
 			script = w
 		}
 	}
