@@ -16,6 +16,9 @@
  *   runc-fast start-delete
  *                      do runc's "start" and "delete" itself (below)
  *   exec PROGRAM       execute PROGRAM (PATH is searched without a '/')
+ *   unshare NS,...     unshare(2) these namespaces (user, net) first
+ *   hold ready         in place of exec: write a newline on stdout, then
+ *                      wait for the end of stdin and exit 0
  *
  * The kernel runs it as "boxer-wrap FILE ARG...", so containerd, its shim
  * and boxer's reaper execute the file as they would a script.
@@ -45,6 +48,12 @@
  * before the state is removed, goes to the real runc, which then does the
  * whole command as always.
  *
+ * unshare and hold make a sandbox's user namespace (boxer's userns
+ * package): boxer starts boxer-wrap as the namespace's owner, it unshares,
+ * says so, and holds the namespace while boxer writes its maps and binds
+ * it. util-linux's unshare running a shell did it before, two programs'
+ * starts more.
+ *
  * Errors are one line on stderr, "boxer-wrap: ...", and exit status 125.
  * Built static by 'make deps' and 'make build', as boxer-init is.
  */
@@ -53,6 +62,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +458,41 @@ static int fastDelete(const char *root, const char *id)
 	return 1;
 }
 
+/* namespaces parses unshare's value: user, net, comma-separated. */
+static int namespaces(const char *value)
+{
+	int flags = 0;
+	char buf[64];
+	if (strlen(value) >= sizeof buf)
+		die("unshare: unknown namespaces", value);
+	strcpy(buf, value);
+	char *save;
+	for (char *ns = strtok_r(buf, ",", &save); ns; ns = strtok_r(NULL, ",", &save)) {
+		if (strcmp(ns, "user") == 0)
+			flags |= CLONE_NEWUSER;
+		else if (strcmp(ns, "net") == 0)
+			flags |= CLONE_NEWNET;
+		else
+			die("unshare: unknown namespace", ns);
+	}
+	return flags;
+}
+
+/* hold says it is ready on stdout and waits for stdin's end. */
+static int hold(void)
+{
+	char b[64];
+	ssize_t r;
+	while ((r = write(1, "\n", 1)) < 0 && errno == EINTR)
+		;
+	if (r != 1)
+		die("hold: writing", strerror(errno));
+	while ((r = read(0, b, sizeof b)) != 0)
+		if (r < 0 && errno != EINTR)
+			die("hold: reading", strerror(errno));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char file[MAX_FILE];
@@ -461,7 +506,7 @@ int main(int argc, char **argv)
 	char **cargv = argv + 1;
 
 	char *prog = NULL, *deleteRoot = NULL, *deleteAnswer = NULL;
-	int runcFast = 0;
+	int runcFast = 0, unshareFlags = 0, holdOn = 0;
 	char *pre[MAX_ARGS];
 	int npre = 0;
 	char *save;
@@ -492,7 +537,13 @@ int main(int argc, char **argv)
 			deleteRoot = value;
 		else if (strcmp(line, "delete-answer") == 0)
 			deleteAnswer = value;
-		else if (strcmp(line, "runc-fast") == 0) {
+		else if (strcmp(line, "unshare") == 0)
+			unshareFlags = namespaces(value);
+		else if (strcmp(line, "hold") == 0) {
+			if (strcmp(value, "ready") != 0)
+				die("hold: only ready is known", value);
+			holdOn = 1;
+		} else if (strcmp(line, "runc-fast") == 0) {
 			if (strcmp(value, "start-delete") != 0)
 				die("runc-fast: only start-delete is known", value);
 			runcFast = 1;
@@ -500,6 +551,10 @@ int main(int argc, char **argv)
 		else
 			die("unknown directive", line);
 	}
+	if (unshareFlags && unshare(unshareFlags) < 0)
+		die("unshare", strerror(errno));
+	if (holdOn)
+		return hold();
 	if (!prog)
 		die(argv[1], "no exec directive");
 	if (deleteRoot && deleteAnswer && nothingToDelete(deleteRoot, cargc, cargv)) {

@@ -24,7 +24,9 @@ func TestRuntimeWrappers(t *testing.T) {
 	if len(userns) != 1 {
 		t.Fatalf("runc-userns wrappers in %s: %q, want one", stateDir, userns)
 	}
-	for _, p := range append(userns, filepath.Join(stateDir, "shim"), filepath.Join(stateDir, "runsc")) {
+	// The makers of user namespaces (userns.Options.Hold) are boxer-wrap's too.
+	for _, p := range append(userns, filepath.Join(stateDir, "shim"), filepath.Join(stateDir, "runsc"),
+		filepath.Join(stateDir, "userns-hold"), filepath.Join(stateDir, "userns-hold-net")) {
 		f, err := os.Open(p)
 		if err != nil {
 			t.Error(err)

@@ -122,6 +122,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		client.Close()
 		return nil, err
 	}
+	r.useHolders()
 	v2 := r.containerd2(ctx)
 	if address == o.Daemon.Address() {
 		r.private = true

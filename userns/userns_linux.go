@@ -25,6 +25,14 @@ type Options struct {
 	Dir string
 	// Range is the host ids the blocks are taken from.
 	Range Range
+	// Wrap is boxer-wrap, and Hold and HoldNet its files that make the
+	// namespace (HoldNet: with a network namespace) in place of
+	// util-linux's unshare and a shell: "unshare" and "hold ready"
+	// (init/boxer-wrap.c). Run as the block's first id, it unshares,
+	// writes a newline and waits for the end of its stdin. Both files
+	// reach it as descriptors boxer opened, so that the block's id needs
+	// no access to their directories.
+	Wrap, Hold, HoldNet string
 }
 
 // NS is one sandbox's user namespace, mapping ids 0-65535 inside onto a
@@ -54,7 +62,7 @@ func Make(o Options, runDir, path, netPath string) (ns *NS, err error) {
 		return nil, err
 	}
 	ns = &NS{Path: path, Base: uint32(n) * Size, dir: dir, n: n}
-	if err := create(path, netPath, ns.Base); err != nil {
+	if err := create(o, path, netPath, ns.Base); err != nil {
 		return nil, errors.Join(err, ns.Remove())
 	}
 	return ns, nil
@@ -82,11 +90,10 @@ func mapping(base uint32) string {
 // (inotify instances, pending signals, message queues) to each ancestor
 // namespace's owner: a namespace root made would share them with every
 // other sandbox and root's own. Go cannot unshare a user namespace after
-// setuid in a child it forks, so the child is util-linux's unshare, run as
-// base; it reports through a shell that the namespace exists, and waits
-// while boxer writes the maps and binds it.
-func create(path, netPath string, base uint32) error {
-	args := []string{"--user"}
+// setuid in a child it forks, so the child is o's holder (or util-linux's
+// unshare and a shell), run as base; it reports that the namespace exists,
+// and waits while boxer writes the maps and binds it.
+func create(o Options, path, netPath string, base uint32) error {
 	for _, p := range []string{path, netPath} {
 		if p == "" {
 			continue
@@ -97,15 +104,17 @@ func create(path, netPath string, base uint32) error {
 		}
 		f.Close()
 	}
-	if netPath != "" {
-		args = append(args, "--net")
+	cmd, files, err := holder(o, netPath != "")
+	for _, f := range files {
+		defer f.Close()
 	}
-	bin, err := unshareBinary()
 	if err != nil {
 		os.Remove(path)
+		if netPath != "" {
+			os.Remove(netPath)
+		}
 		return err
 	}
-	cmd := exec.Command(bin, append(args, "--", "/bin/sh", "-c", "echo && read -r _ || :")...)
 	cmd.Dir, cmd.Env = "/", []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: base, Gid: base, Groups: []uint32{}},
@@ -173,6 +182,39 @@ func unbind(path string) error {
 		return fmt.Errorf("removing user namespace file: %w", err)
 	}
 	return nil
+}
+
+// holder is the command that makes and holds a namespace (see create),
+// with the files it is given, for the caller to close.
+func holder(o Options, net bool) (*exec.Cmd, []*os.File, error) {
+	hold := o.Hold
+	if net {
+		hold = o.HoldNet
+	}
+	if o.Wrap != "" && hold != "" {
+		var files []*os.File
+		for _, p := range []string{o.Wrap, hold} {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, files, err
+			}
+			files = append(files, f)
+		}
+		// The child's descriptors 3 and 4 (ExtraFiles): the program and
+		// its file, each reached through its /proc/self/fd link.
+		cmd := exec.Command("/proc/self/fd/3", "/proc/self/fd/4")
+		cmd.ExtraFiles = files
+		return cmd, files, nil
+	}
+	args := []string{"--user"}
+	if net {
+		args = append(args, "--net")
+	}
+	bin, err := unshareBinary()
+	if err != nil {
+		return nil, nil, err
+	}
+	return exec.Command(bin, append(args, "--", "/bin/sh", "-c", "echo && read -r _ || :")...), nil, nil
 }
 
 // unshareBinary finds util-linux's unshare.
