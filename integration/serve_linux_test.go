@@ -20,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/leases"
 )
 
 // server is a 'boxer serve' process of a test.
@@ -566,4 +568,45 @@ func grepLines(b []byte, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServeContainerLease: a server makes its containers under one lease
+// of its own (two fewer writes of containerd's database per sandbox),
+// which goes with it; a CLI run makes none.
+func TestServeContainerLease(t *testing.T) {
+	containerLeases := func() []leases.Lease {
+		t.Helper()
+		held, err := client.LeasesService().List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ours []leases.Lease
+		for _, l := range held {
+			if strings.HasPrefix(l.ID, reaper.ContainerLeasePrefix) {
+				ours = append(ours, l)
+			}
+		}
+		return ours
+	}
+	s := startServer(t, "--warm", "python", "--warm-size", "2")
+	for range 3 {
+		if code, _, body := s.post(t, `{"lang":"python","code":"print(1)"}`); code != 200 {
+			t.Fatalf("POST /v1/runs: %d %s", code, body)
+		}
+	}
+	held := containerLeases()
+	if len(held) != 1 || !reaper.Alive(held[0].Labels[reaper.LabelOwner]) {
+		t.Errorf("the server's container leases: %+v, want one, its owner alive", held)
+	}
+	s.stop(t)
+	if held := containerLeases(); len(held) != 0 {
+		t.Errorf("container leases after the server stopped: %+v", held)
+	}
+	if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	if held := containerLeases(); len(held) != 0 {
+		t.Errorf("a CLI run's container leases: %+v", held)
+	}
+	assertClean(t)
 }

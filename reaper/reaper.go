@@ -36,7 +36,10 @@ const (
 const (
 	ClaimLeasePrefix   = "boxer-claim-"
 	StandbyLeasePrefix = "boxer-standby-"
-	LockStale          = time.Minute
+	// ContainerLeasePrefix names the lease a long-lived boxer makes its
+	// containers under (runner's containerLease): held while it lives.
+	ContainerLeasePrefix = "boxer-containers-"
+	LockStale            = time.Minute
 )
 
 // CleanupTimeout bounds one teardown, and one pass of the reaper: cleanup

@@ -259,7 +259,8 @@ func (cfg Config) reapRecords(ctx context.Context) {
 }
 
 // reapLocks removes the standby locks (leases) of dead boxer processes,
-// and any held longer than LockStale: a lock is held for a moment.
+// and any held longer than LockStale: a lock is held for a moment; and
+// the container leases of dead boxer processes.
 func (cfg Config) reapLocks(ctx context.Context) {
 	ls := cfg.Client.LeasesService()
 	held, err := ls.List(ctx, `labels."`+LabelOwner+`"`)
@@ -268,10 +269,13 @@ func (cfg Config) reapLocks(ctx context.Context) {
 		return
 	}
 	for _, l := range held {
-		if !strings.HasPrefix(l.ID, ClaimLeasePrefix) && !strings.HasPrefix(l.ID, StandbyLeasePrefix) {
+		if strings.HasPrefix(l.ID, ContainerLeasePrefix) {
+			if Alive(l.Labels[LabelOwner]) {
+				continue
+			}
+		} else if !strings.HasPrefix(l.ID, ClaimLeasePrefix) && !strings.HasPrefix(l.ID, StandbyLeasePrefix) {
 			continue
-		}
-		if Alive(l.Labels[LabelOwner]) && time.Since(l.CreatedAt) < LockStale {
+		} else if Alive(l.Labels[LabelOwner]) && time.Since(l.CreatedAt) < LockStale {
 			continue
 		}
 		if err := ls.Delete(ctx, l); err != nil {

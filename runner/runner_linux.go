@@ -66,6 +66,7 @@ type Runner struct {
 	// shims are the shared shims of runc sandboxes; nil: a shim each.
 	shims      *shimSet
 	shimWarned atomic.Bool
+	lease      containerLease
 	secrets    *secrets.Store
 	// keeper starts a session's keeper (Options.Keeper).
 	keeper []string
@@ -195,6 +196,7 @@ func (r *Runner) Close() error {
 	r.closeShims()
 	r.cleanups.Wait()
 	r.reaper.Wait()
+	r.closeContainerLease()
 	return r.client.Close()
 }
 

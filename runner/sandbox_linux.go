@@ -242,7 +242,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		if sb.member != nil {
 			opts = append(opts, containerd.WithSandbox(sb.member.id))
 		}
-		sb.container, err = r.client.NewContainer(opCtx, sb.id, opts...)
+		sb.container, err = r.client.NewContainer(r.withContainerLease(opCtx), sb.id, opts...)
 		if err != nil {
 			return fmt.Errorf("creating container: %w", err)
 		}
