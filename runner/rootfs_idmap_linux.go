@@ -12,6 +12,8 @@ import (
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/boxer-dev/boxer/userns"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/mount"
 )
 
@@ -127,4 +129,21 @@ func layersOf(mounts []mount.Mount) ([]string, error) {
 		}
 	}
 	return nil, fmt.Errorf("unexpected mounts %v of a shared view", mounts)
+}
+
+// withRootfs points the container at the image's shared read-only view
+// without the extra round trip containerd.WithSnapshot makes; or, for a
+// sandbox whose root boxer mounted (own), names the image alone (the view
+// is in a label): containerd's client then does not look the view up for
+// the task (a container read twice, the view's mounts, the spec decoded)
+// and the shim mounts nothing that the spec's root does not use.
+func withRootfs(r snapshots.Rootfs, own bool) containerd.NewContainerOpts {
+	return func(_ context.Context, _ *containerd.Client, c *containers.Container) error {
+		if !own {
+			c.Snapshotter = r.Snapshotter
+			c.SnapshotKey = r.Key
+		}
+		c.Image = r.Image
+		return nil
+	}
 }

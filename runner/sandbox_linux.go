@@ -18,7 +18,6 @@ import (
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -222,6 +221,9 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		labels[reaper.LabelAnchor] = "true"
 	}
 	maps.Copy(labels, sb.standby)
+	if sb.dirs.Root != "" {
+		labels[snapshots.LabelView] = rootfs.Key
+	}
 	// A session's runsc has its netstack so that its ports can be
 	// forwarded (session_port_linux.go).
 	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil || sb.session != nil, sb.dirs.Userns != nil)
@@ -237,7 +239,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			containerd.WithSpec(spec),
 			containerd.WithRuntime(shim, shimOpts),
 			containerd.WithContainerLabels(labels),
-			withRootfs(rootfs),
+			withRootfs(rootfs, sb.dirs.Root != ""),
 		}
 		if sb.member != nil {
 			opts = append(opts, containerd.WithSandbox(sb.member.id))
@@ -478,15 +480,4 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 	err = sb.drain(opCtx)
 	sb.flushMasks()
 	return e, err
-}
-
-// withRootfs points the container at the image's shared read-only view
-// without the extra round trip containerd.WithSnapshot makes.
-func withRootfs(r snapshots.Rootfs) containerd.NewContainerOpts {
-	return func(_ context.Context, _ *containerd.Client, c *containers.Container) error {
-		c.Snapshotter = r.Snapshotter
-		c.SnapshotKey = r.Key
-		c.Image = r.Image
-		return nil
-	}
 }

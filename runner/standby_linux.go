@@ -232,7 +232,7 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	if err != nil {
 		return sb, err
 	}
-	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || info.SnapshotKey != key {
+	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
 		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.image())
 	}
 	sb.limits = sandboxLimits(req, r.host)

@@ -267,7 +267,7 @@ func Remove(ctx context.Context, client *containerd.Client, ref string) error {
 	}
 	users := 0
 	for _, c := range ctrs {
-		if c.SnapshotKey == viewKey(img) {
+		if c.SnapshotKey == viewKey(img) || c.Labels[LabelView] == viewKey(img) {
 			users++
 		}
 	}

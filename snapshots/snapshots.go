@@ -23,6 +23,11 @@ const (
 	LabelBuildKey = "boxer.build-key"
 	// LabelConfig holds the image config a run needs, on the shared view.
 	LabelConfig = "boxer.image-config"
+	// LabelView names, on a sandbox's container, the shared view its root
+	// was mounted from, when boxer mounted that root itself (an idmapped
+	// one): such a container has no snapshot key, so that containerd and
+	// its shim neither look the view up nor mount it for each task.
+	LabelView = "boxer.view"
 	// gcRoot keeps an object from containerd's garbage collector.
 	gcRoot = "containerd.io/gc.root"
 )
