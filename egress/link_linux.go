@@ -49,9 +49,11 @@ type Link struct {
 	// Gateway is the host end's address; Addr the sandbox's.
 	Gateway, Addr netip.Addr
 	lease         lease
-	gw            *Gateway
-	removed       bool
-	report        Report
+	// hostIndex is the host end's interface index, once made.
+	hostIndex int
+	gw        *Gateway
+	removed   bool
+	report    Report
 }
 
 // Attach makes the link of the sandbox whose run directory is runDir
@@ -59,7 +61,13 @@ type Link struct {
 // its namespace bound at nsPath. Nothing passes until Start; on error,
 // whatever was made is removed.
 func Attach(o Options, runDir, nsPath string) (l *Link, err error) {
-	if err := checkRange(o.Range); err != nil {
+	// One netlink socket serves every request to the host's namespace.
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("opening netlink: %w", err)
+	}
+	defer h.Close()
+	if err := checkRange(h, o.Range); err != nil {
 		return nil, err
 	}
 	ls, err := takeLease(o.Dir, o.Range, runDir)
@@ -77,7 +85,7 @@ func Attach(o Options, runDir, nsPath string) (l *Link, err error) {
 	if err := makeNetns(nsPath); err != nil {
 		return l, err
 	}
-	if err := l.wire(); err != nil {
+	if err := l.wire(h); err != nil {
 		return l, err
 	}
 	if l.gw, err = Listen(l.Gateway); err != nil {
@@ -127,7 +135,7 @@ func (l *Link) Remove() (Report, error) {
 	if l.gw != nil {
 		l.report = l.gw.Close()
 	}
-	err := removeLink(l.lease.hostIf())
+	err := l.removeHostEnd()
 	if err == nil {
 		// A table whose interface is still there stays: Sweep retries.
 		err = removeTable(l.lease.table())
@@ -139,10 +147,11 @@ func (l *Link) Remove() (Report, error) {
 	return l.report, err
 }
 
-// wire makes the veth pair: the host end, addressed as the gateway, with
-// IPv6 off; the sandbox end, eth0 in the namespace, with the sandbox's
-// address and its default route through the gateway.
-func (l *Link) wire() error {
+// wire makes the veth pair with h, a handle in the host's namespace: the
+// host end, addressed as the gateway, with IPv6 off; the sandbox end, eth0
+// in the namespace, with the sandbox's address and its default route
+// through the gateway.
+func (l *Link) wire(h *netlink.Handle) error {
 	ns, err := netns.GetFromPath(l.Netns)
 	if err != nil {
 		return fmt.Errorf("opening network namespace: %w", err)
@@ -150,47 +159,45 @@ func (l *Link) wire() error {
 	defer ns.Close()
 	hostIf := l.lease.hostIf()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: hostIf, MTU: mtu}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
-	if err := netlink.LinkAdd(veth); err != nil {
+	if err := h.LinkAdd(veth); err != nil {
 		return fmt.Errorf("creating interface %s: %w", hostIf, err)
+	}
+	// LinkAdd looked the new interface up: its index is set.
+	if l.hostIndex = veth.Index; l.hostIndex == 0 {
+		return fmt.Errorf("finding interface %s", hostIf)
 	}
 	// Per interface: the host's own settings stay as they are.
 	if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+hostIf+"/disable_ipv6", []byte("1"), 0o644); err != nil {
 		return fmt.Errorf("disabling IPv6 on %s: %w", hostIf, err)
 	}
-	host, err := netlink.LinkByName(hostIf)
-	if err != nil {
-		return fmt.Errorf("finding interface %s: %w", hostIf, err)
-	}
-	if err := netlink.AddrAdd(host, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(l.Gateway, 32-leaseBits))}); err != nil {
+	if err := h.AddrAdd(veth, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(l.Gateway, 32-leaseBits))}); err != nil {
 		return fmt.Errorf("addressing %s: %w", hostIf, err)
 	}
-	if err := netlink.LinkSetUp(host); err != nil {
+	if err := h.LinkSetUp(veth); err != nil {
 		return fmt.Errorf("bringing %s up: %w", hostIf, err)
 	}
-	h, err := netlink.NewHandleAt(ns)
+	nh, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fmt.Errorf("entering network namespace: %w", err)
 	}
-	defer h.Close()
-	for _, name := range []string{"lo", "eth0"} {
-		link, err := h.LinkByName(name)
-		if err != nil {
-			return fmt.Errorf("finding the sandbox's %s: %w", name, err)
-		}
-		if name == "eth0" {
-			if err := h.AddrAdd(link, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(l.Addr, 32-leaseBits))}); err != nil {
-				return fmt.Errorf("addressing the sandbox's eth0: %w", err)
-			}
-		}
-		if err := h.LinkSetUp(link); err != nil {
-			return fmt.Errorf("bringing the sandbox's %s up: %w", name, err)
-		}
-		if name == "eth0" {
-			gw := l.Gateway.AsSlice()
-			if err := h.RouteAdd(&netlink.Route{LinkIndex: link.Attrs().Index, Gw: gw}); err != nil {
-				return fmt.Errorf("routing the sandbox through its gateway: %w", err)
-			}
-		}
+	defer nh.Close()
+	// A new namespace's loopback is always its first interface.
+	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: 1}}
+	if err := nh.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("bringing the sandbox's lo up: %w", err)
+	}
+	eth0, err := nh.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("finding the sandbox's eth0: %w", err)
+	}
+	if err := nh.AddrAdd(eth0, &netlink.Addr{IPNet: prefixNet(netip.PrefixFrom(l.Addr, 32-leaseBits))}); err != nil {
+		return fmt.Errorf("addressing the sandbox's eth0: %w", err)
+	}
+	if err := nh.LinkSetUp(eth0); err != nil {
+		return fmt.Errorf("bringing the sandbox's eth0 up: %w", err)
+	}
+	if err := nh.RouteAdd(&netlink.Route{LinkIndex: eth0.Attrs().Index, Gw: l.Gateway.AsSlice()}); err != nil {
+		return fmt.Errorf("routing the sandbox through its gateway: %w", err)
 	}
 	return nil
 }
@@ -299,6 +306,26 @@ func removeNetns(path string) error {
 	return nil
 }
 
+// removeHostEnd deletes the link's host end (and with it its peer): by
+// the index it was made with while that index still names it, else by
+// name.
+func (l *Link) removeHostEnd() error {
+	if l.hostIndex == 0 {
+		return removeLink(l.lease.hostIf())
+	}
+	name, err := ifName(l.hostIndex)
+	if errors.Is(err, unix.ENODEV) {
+		return nil
+	}
+	if err != nil || name != l.lease.hostIf() {
+		return removeLink(l.lease.hostIf())
+	}
+	if err := netlink.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: name, Index: l.hostIndex}}); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("removing interface %s: %w", name, err)
+	}
+	return nil
+}
+
 // removeLink deletes a host end (and with it its peer); one already gone
 // is not an error.
 func removeLink(name string) error {
@@ -316,16 +343,46 @@ func removeLink(name string) error {
 	return nil
 }
 
+// ifName is the name of the host's interface of that index (the kernel's
+// if_indextoname: one ioctl, where a netlink lookup decodes the whole
+// interface); ENODEV when there is none.
+func ifName(index int) (string, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	return ifNameOn(fd, index)
+}
+
+func ifNameOn(fd, index int) (string, error) {
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return "", err
+	}
+	ifr.SetUint32(uint32(index))
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFNAME, ifr); err != nil {
+		return "", err
+	}
+	return ifr.Name(), nil
+}
+
 // checkRange refuses a range that clashes with a route or an address of
-// the host's (other than boxer's own links).
-func checkRange(rng netip.Prefix) error {
+// the host's (other than boxer's own links), listing routes with h.
+func checkRange(h *netlink.Handle, rng netip.Prefix) error {
 	if !rng.IsValid() {
 		return errors.New("no egress range set")
 	}
-	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
 	if err != nil {
 		return fmt.Errorf("listing the host's routes: %w", err)
 	}
+	fd := -1
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}()
 	for _, rt := range routes {
 		if rt.Dst == nil {
 			continue
@@ -334,13 +391,17 @@ func checkRange(rng netip.Prefix) error {
 		if !ok || p.Bits() == 0 || !p.Overlaps(rng) {
 			continue
 		}
-		link, err := netlink.LinkByIndex(rt.LinkIndex)
+		if fd < 0 {
+			if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+				return fmt.Errorf("naming the host's interfaces: %w", err)
+			}
+		}
+		name, err := ifNameOn(fd, rt.LinkIndex)
 		if err != nil {
 			// Its interface is gone (a sandbox's link being removed
 			// meanwhile): so is the route.
 			continue
 		}
-		name := link.Attrs().Name
 		if strings.HasPrefix(name, hostIfPrefix) {
 			continue
 		}

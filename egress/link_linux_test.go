@@ -77,11 +77,17 @@ func TestLinkRefusesWhatIsNotForTheGateway(t *testing.T) {
 	if !strings.HasPrefix(l.Gateway.String(), "10.201.") || l.Addr != l.Gateway.Next() {
 		t.Errorf("gateway %s and sandbox %s, want a /30 of %s", l.Gateway, l.Addr, DefaultRange)
 	}
+	if data, _ := os.ReadFile("/proc/sys/net/ipv6/conf/" + l.lease.hostIf() + "/disable_ipv6"); strings.TrimSpace(string(data)) != "1" {
+		t.Errorf("IPv6 on the host end: disable_ipv6=%q", data)
+	}
 	inNetns(t, l.Netns, func() {
 		links, _ := netlink.LinkList()
 		var names []string
 		for _, k := range links {
 			names = append(names, k.Attrs().Name)
+			if k.Attrs().Flags&net.FlagUp == 0 {
+				t.Errorf("the sandbox's %s is down", k.Attrs().Name)
+			}
 		}
 		if strings.Join(names, ",") != "lo,eth0" {
 			t.Errorf("sandbox namespace holds %v, want lo and eth0", names)
@@ -139,6 +145,21 @@ func TestLinkRefusesWhatIsNotForTheGateway(t *testing.T) {
 	}
 	if _, err := os.Stat(l.Netns); err == nil {
 		t.Errorf("namespace %s left behind", l.Netns)
+	}
+}
+
+// TestIfName names interfaces by index as the kernel does, and says
+// ENODEV for an index no interface has.
+func TestIfName(t *testing.T) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := ifName(lo.Index); err != nil || name != "lo" {
+		t.Errorf("ifName(%d) = %q, %v; want lo", lo.Index, name, err)
+	}
+	if name, err := ifName(1 << 30); !errors.Is(err, syscall.ENODEV) {
+		t.Errorf("ifName(1<<30) = %q, %v; want ENODEV", name, err)
 	}
 }
 

@@ -31,12 +31,12 @@ func (d Dir) File(n int) string { return filepath.Join(string(d), strconv.Itoa(n
 func (d Dir) Take(first, count int, holder string) (int, error) {
 	n := -1
 	err := d.Locked(func() error {
-		held, err := d.Held()
+		held, err := d.numbers()
 		if err != nil {
 			return err
 		}
 		for i := first; i < first+count; i++ {
-			if _, ok := held[i]; ok {
+			if held[i] {
 				continue
 			}
 			n = i
@@ -70,6 +70,26 @@ func (d Dir) Held() (map[int]string, error) {
 		}
 		holder, _ := os.ReadFile(filepath.Join(string(d), e.Name()))
 		held[n] = strings.TrimSpace(string(holder))
+	}
+	return held, nil
+}
+
+// numbers reads which leases are held, without their holders.
+func (d Dir) numbers() (map[int]bool, error) {
+	f, err := os.Open(string(d))
+	if err != nil {
+		return nil, fmt.Errorf("reading leases in %s: %w", d, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("reading leases in %s: %w", d, err)
+	}
+	held := make(map[int]bool, len(names))
+	for _, name := range names {
+		if n, err := strconv.Atoi(name); err == nil {
+			held[n] = true
+		}
 	}
 	return held, nil
 }
