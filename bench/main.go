@@ -665,6 +665,10 @@ func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
 		time.Sleep(time.Second)
 	}
 	progress("boxer serve, %s: %d requests back to back, then %d from four clients", kind, b2bRuns(n), 2*n)
+	// The CPU column counts the whole machine: what earlier rows left
+	// running (containerd's garbage collection, a standby's making) ends
+	// first.
+	waitQuiet()
 	busy := busyCPU()
 	times, rate1, _, err := workers(1, b2bRuns(n), s.post)
 	if err != nil {
