@@ -301,12 +301,12 @@ func run(n, rssRuns int, boxerBin string) error {
 	// boxer serve: warm and cold, one request at a time back to back, one
 	// request every half second (an agent's pace), and four clients.
 	var serve []row
-	pools := []string{"python", "python:net", ""}
+	groups := [][]string{{"python", "python:net"}, {""}}
 	if runscErr == nil {
-		pools = append(pools, "python:runsc")
+		groups = append(groups, []string{"python:runsc"})
 	}
-	for _, warm := range pools {
-		rows, err := benchServe(n, boxerBin, address, warm)
+	for _, warms := range groups {
+		rows, err := benchServe(n, boxerBin, address, warms...)
 		if err != nil {
 			return err
 		}
@@ -622,9 +622,85 @@ func postRun(url, body string) error {
 	return nil
 }
 
-// benchServe measures POST /v1/runs on a server with pre-created sandboxes
-// (warm: "python" or "python:runsc") or without (warm: "", runtime runc).
-func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
+// benchServe measures POST /v1/runs on servers with pre-created sandboxes
+// (warm: "python", "python:net" or "python:runsc") or without (warm: "",
+// runtime runc). Servers given together run side by side, and their
+// back-to-back rows are measured in turns (blocks of n requests, each on a
+// quiet machine), so that they compare on the same machine: this VM's
+// speed drifts by 10 % from one minute to the next, for every process.
+func benchServe(n int, boxerBin, address string, warms ...string) ([]row, error) {
+	servers := make([]*server, len(warms))
+	kinds := make([]string, len(warms))
+	for i, warm := range warms {
+		s, kind, err := startServe(boxerBin, address, warm)
+		if err != nil {
+			return nil, err
+		}
+		defer s.stop()
+		servers[i], kinds[i] = s, kind
+	}
+	agent := make([]row, len(warms))
+	for i, s := range servers {
+		if warms[i] == "" {
+			continue
+		}
+		// An agent between tool calls: one request every half second,
+		// after the pool has refilled.
+		progress("boxer serve, %s: %d requests, one every 0.5 s", kinds[i], n)
+		var times []time.Duration
+		for j := 0; j < n; j++ {
+			time.Sleep(500 * time.Millisecond)
+			t := time.Now()
+			if err := s.post(j); err != nil {
+				return nil, err
+			}
+			times = append(times, time.Since(t))
+		}
+		agent[i] = row{name: "boxer serve, " + kinds[i] + ", every 0.5 s", times: times}
+	}
+	b2b := make([]row, len(warms))
+	spent := make([]time.Duration, len(warms))
+	progress("boxer serve, %s: %d requests back to back, in blocks of %d", strings.Join(kinds, " and "), b2bRuns(n), n)
+	for range b2bRuns(n) / n {
+		for i, s := range servers {
+			// The CPU column counts the whole machine: what ran before
+			// (an earlier row, the other server's refill) ends first;
+			// this server's refill after its last answer counts.
+			waitQuiet()
+			busy := busyCPU()
+			t := time.Now()
+			times, _, _, err := workers(1, n, s.post)
+			if err != nil {
+				return nil, err
+			}
+			spent[i] += time.Since(t)
+			waitQuiet()
+			b2b[i].cpu += busyCPU() - busy
+			b2b[i].times = append(b2b[i].times, times...)
+		}
+	}
+	var rows []row
+	for i, s := range servers {
+		progress("boxer serve, %s: %d requests from four clients", kinds[i], 2*n)
+		waitQuiet()
+		_, rate4, _, err := workers(4, 2*n, s.post)
+		if err != nil {
+			return nil, err
+		}
+		r := b2b[i]
+		r.name, r.rate4 = "boxer serve, "+kinds[i]+", back to back", rate4
+		r.rate1 = float64(len(r.times)) / spent[i].Seconds()
+		if warms[i] != "" {
+			rows = append(rows, agent[i])
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// startServe starts a server for benchServe and sends it a first request;
+// kind names its rows.
+func startServe(boxerBin, address, warm string) (*server, string, error) {
 	args := []string{"--warm", warm}
 	kind, runtime, net := "warm", "", false
 	if warm == "" {
@@ -640,48 +716,14 @@ func benchServe(n int, boxerBin, address, warm string) ([]row, error) {
 	}
 	s, err := startServer(boxerBin, address, args...)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	defer s.stop()
 	s.runtime, s.net = runtime, net
 	if err := s.post(0); err != nil {
-		return nil, err
+		s.stop()
+		return nil, "", err
 	}
-	var rows []row
-	if warm != "" {
-		// An agent between tool calls: one request every half second,
-		// after the pool has refilled.
-		progress("boxer serve, %s: %d requests, one every 0.5 s", kind, n)
-		var times []time.Duration
-		for i := 0; i < n; i++ {
-			time.Sleep(500 * time.Millisecond)
-			t := time.Now()
-			if err := s.post(i); err != nil {
-				return nil, err
-			}
-			times = append(times, time.Since(t))
-		}
-		rows = append(rows, row{name: "boxer serve, " + kind + ", every 0.5 s", times: times})
-		time.Sleep(time.Second)
-	}
-	progress("boxer serve, %s: %d requests back to back, then %d from four clients", kind, b2bRuns(n), 2*n)
-	// The CPU column counts the whole machine: what earlier rows left
-	// running (containerd's garbage collection, a standby's making) ends
-	// first.
-	waitQuiet()
-	busy := busyCPU()
-	times, rate1, _, err := workers(1, b2bRuns(n), s.post)
-	if err != nil {
-		return nil, err
-	}
-	// The pool refills after the last answer: its work counts.
-	time.Sleep(time.Second)
-	cpu := busyCPU() - busy
-	_, rate4, _, err := workers(4, 2*n, s.post)
-	if err != nil {
-		return nil, err
-	}
-	return append(rows, row{name: "boxer serve, " + kind + ", back to back", times: times, rate1: rate1, rate4: rate4, cpu: cpu}), nil
+	return s, kind, nil
 }
 
 // b2bRuns is how many requests a warm server's back-to-back row sends:
@@ -692,13 +734,9 @@ func b2bRuns(n int) int { return 5 * n }
 // benchServeOnly runs the warm server's rows with and without an
 // allowlist, and prints their ratios and CPU per run.
 func benchServeOnly(n int, boxerBin, address string) error {
-	var rows []row
-	for _, warm := range []string{"python", "python:net"} {
-		r, err := benchServe(n, boxerBin, address, warm)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, r...)
+	rows, err := benchServe(n, boxerBin, address, "python", "python:net")
+	if err != nil {
+		return err
 	}
 	for _, r := range rows {
 		fmt.Printf("%s: p50 %.1f ms, p90 %.1f ms", r.name, ms(median(r.times)), ms(pct(r.times, 0.9)))
