@@ -74,15 +74,22 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building boxer:", err)
 		return 1
 	}
-	// boxer-init and boxer-wrap beside boxer, where boxer looks for them
-	// first.
+	// boxer-init, boxer-wrap and boxer's runc shim beside boxer, where
+	// boxer looks for them first, built as 'make build' builds them.
 	for _, name := range []string{"boxer-init", "boxer-wrap"} {
-		cc := exec.Command("cc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", filepath.Join(base, name), "../init/"+name+".c")
+		cc := exec.Command("musl-gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", filepath.Join(base, name), "../init/"+name+".c")
 		cc.Stdout, cc.Stderr = os.Stderr, os.Stderr
 		if err := cc.Run(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n", name, err)
 			return 1
 		}
+	}
+	shim := exec.Command("go", "build", "-o", filepath.Join(base, runner.ShimName), "../cmd/"+runner.ShimName)
+	shim.Env = append(os.Environ(), "CGO_ENABLED=0")
+	shim.Stdout, shim.Stderr = os.Stderr, os.Stderr
+	if err := shim.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the runc shim:", err)
+		return 1
 	}
 	stateDir, rootDir = filepath.Join(base, "s"), filepath.Join(base, "r")
 	testEnv = boxerEnv(rootDir, stateDir)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner"
 	"github.com/containerd/containerd/api/types/task"
 )
 
@@ -103,7 +104,24 @@ func TestServeSharedShims(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			got := len(seen())
+			pids := seen()
+			got := len(pids)
+			// The shims are boxer's build (beside the test's boxer),
+			// with its collector's target.
+			alive := 0
+			for pid := range pids {
+				exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+				if err != nil {
+					continue // gone: a run's own shim
+				}
+				alive++
+				if exe != filepath.Join(filepath.Dir(boxerBin), runner.ShimName) {
+					t.Errorf("shim daemon %d runs %s, want boxer's %s", pid, exe, runner.ShimName)
+				}
+			}
+			if tc.k > 0 && alive != tc.k {
+				t.Errorf("%d shared shims alive while the server runs, want %d", alive, tc.k)
+			}
 			if got < tc.atLeast || got > tc.atMost {
 				t.Errorf("%d shim daemons over %d runs with --shared-shims %d, want %d to %d", got, runs, tc.k, tc.atLeast, tc.atMost)
 			}

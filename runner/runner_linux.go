@@ -128,7 +128,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	if address == o.Daemon.Address() {
 		r.private = true
 		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
-		r.realShim, _ = o.Daemon.RuncShimPath()
+		r.realShim = shimBinary(o.Daemon, v2)
 		if v2 {
 			r.useShimWrapper(ctx)
 		}

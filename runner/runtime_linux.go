@@ -92,21 +92,46 @@ func runcBinary() string {
 	return "runc"
 }
 
-// initBinary finds boxer-init: beside the running boxer binary (as 'make
-// build' leaves them), then in boxer's libexec directory ('make deps'),
-// then on PATH; empty when there is none.
-func initBinary() string {
+// initBinary finds boxer-init (helperBinary); empty when there is none.
+func initBinary() string { return helperBinary(InitName) }
+
+// helperBinary finds one of the programs boxer builds beside itself:
+// beside the running boxer binary (as 'make build' leaves them), then in
+// boxer's libexec directory ('make deps'), then on PATH; an absolute
+// path, or empty when there is none.
+func helperBinary(name string) string {
 	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), InitName); isExecutable(p) {
+		if p := filepath.Join(filepath.Dir(exe), name); isExecutable(p) {
 			return p
 		}
 	}
-	if p, err := daemon.RuntimeBinary(InitName); err == nil {
+	if p, err := daemon.RuntimeBinary(name); err == nil {
 		if p, err := filepath.Abs(p); err == nil {
 			return p
 		}
 	}
 	return ""
+}
+
+// ShimName is boxer's build of containerd's runc shim
+// (cmd/containerd-shim-boxer-v2): the same shim, with the garbage
+// collector's target of a shim that many sandboxes share.
+const ShimName = "containerd-shim-boxer-v2"
+
+// shimBinary is the runc shim a private containerd 2.x runs boxer's
+// sandboxes with: boxer's build, found as boxer-init is, else the
+// daemon's own containerd-shim-runc-v2; empty when there is neither.
+// containerd 1.x runs its own: boxer's speaks 2.x's task API.
+func shimBinary(d daemon.Config, v2 bool) string {
+	if !v2 {
+		p, _ := d.RuncShimPath()
+		return p
+	}
+	if p := helperBinary(ShimName); p != "" {
+		return p
+	}
+	p, _ := d.RuncShimPath()
+	return p
 }
 
 // InitBinary is the boxer-init every sandbox runs as its PID 1, or an

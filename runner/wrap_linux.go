@@ -2,13 +2,7 @@ package runner
 
 // This file finds boxer-wrap and writes the wrapper files it reads.
 
-import (
-	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/boxer-dev/boxer/daemon"
-)
+import "strings"
 
 // WrapName is boxer-wrap's file name (init/boxer-wrap.c): the interpreter
 // of boxer's wrappers around the runc shim, runsc and runc, found where
@@ -21,18 +15,8 @@ const WrapName = "boxer-wrap"
 // wrappers are /bin/sh scripts, which cost a shell's start per runtime
 // command.
 func wrapBinary() string {
-	var p string
-	if exe, err := os.Executable(); err == nil {
-		if c := filepath.Join(filepath.Dir(exe), WrapName); isExecutable(c) {
-			p = c
-		}
-	}
-	if p == "" {
-		if c, err := daemon.RuntimeBinary(WrapName); err == nil {
-			p, _ = filepath.Abs(c)
-		}
-	}
-	if p == "" || strings.ContainsAny(p, " \t\n") || len(p) > 120 {
+	p := helperBinary(WrapName)
+	if strings.ContainsAny(p, " \t\n") || len(p) > 120 {
 		return ""
 	}
 	return p

@@ -16,7 +16,7 @@ import (
 func buildWrap(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), WrapName)
-	if out, err := exec.Command("cc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", bin, "../init/boxer-wrap.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("musl-gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", bin, "../init/boxer-wrap.c").CombinedOutput(); err != nil {
 		t.Fatalf("building boxer-wrap: %v: %s", err, out)
 	}
 	return bin

@@ -40,7 +40,7 @@ func TestMake(t *testing.T) {
 	t.Run("boxer-wrap", func(t *testing.T) {
 		dir := t.TempDir() // 0700
 		o := Options{Wrap: filepath.Join(dir, "boxer-wrap"), Hold: filepath.Join(dir, "hold"), HoldNet: filepath.Join(dir, "hold-net")}
-		if out, err := exec.Command("cc", "-static", "-Os", "-Wall", "-Werror", "-o", o.Wrap, "../init/boxer-wrap.c").CombinedOutput(); err != nil {
+		if out, err := exec.Command("musl-gcc", "-static", "-Os", "-Wall", "-Werror", "-o", o.Wrap, "../init/boxer-wrap.c").CombinedOutput(); err != nil {
 			t.Fatalf("building boxer-wrap: %v: %s", err, out)
 		}
 		for p, ns := range map[string]string{o.Hold: "user", o.HoldNet: "user,net"} {
