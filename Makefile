@@ -121,7 +121,7 @@ test-deps:
 		mkdir -p $$dir && dpkg-deb -x $${pkg}_*.deb $$dir && cd / && rm -rf $$tmp || exit 1; \
 	done
 
-# build leaves boxer-init, boxer-wrap and boxer-server beside boxer, where
+# build leaves boxer-init, boxer-wrap, boxer-server and $(SHIM) beside boxer, where
 # boxer looks for them first. Every CLI run pays for boxer's process start, which is
 # mostly the package initialisation of all it links (BENCH.md: Start
 # time): so boxer is static (nothing in it needs libc, and a process
@@ -133,6 +133,7 @@ BUILD_TAGS := urfave_cli_no_docs grpcnotrace
 build:
 	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS) boxer_cli" -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
 	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS)" -ldflags "-X main.version=$(VERSION)" -o bin/boxer-server ./cmd/boxer
+	@command -v musl-gcc >/dev/null || { echo "musl-gcc is needed to build boxer-init and boxer-wrap: run 'make deps' (or apt-get install musl-tools)"; exit 1; }
 	$(INIT_CC) -o bin/boxer-init init/boxer-init.c
 	$(INIT_CC) -o bin/boxer-wrap init/boxer-wrap.c
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -o bin/$(SHIM) ./cmd/$(SHIM)
