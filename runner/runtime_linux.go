@@ -123,11 +123,7 @@ const ShimName = "containerd-shim-boxer-v2"
 // daemon's own containerd-shim-runc-v2; empty when there is neither.
 // containerd 1.x runs its own: boxer's speaks 2.x's task API.
 func shimBinary(d daemon.Config, v2 bool) string {
-	if !v2 {
-		p, _ := d.RuncShimPath()
-		return p
-	}
-	if p := helperBinary(ShimName); p != "" {
+	if p := helperBinary(ShimName); v2 && p != "" {
 		return p
 	}
 	p, _ := d.RuncShimPath()
