@@ -28,6 +28,7 @@ func main() {
 }
 
 func run(args []string) int {
+	shortLivedGC()
 	// SIGINT, SIGTERM and SIGHUP cancel the command's context: a run removes its
 	// sandbox before boxer exits. Later signals are swallowed so that the
 	// removal is not cut short.

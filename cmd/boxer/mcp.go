@@ -32,6 +32,7 @@ capped by the --max-* flags (docs/http.md: boxer mcp).`,
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
 		}, append(append(append(append(append(append(warmFlags(1), readyFlags()...), shimFlags()...), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
 		Action: func(c *cli.Context) error {
+			longLivedGC()
 			max := runner.Maxima{Timeout: c.Duration("max-timeout"), CPUs: float64(runtime.NumCPU()), Pids: 256, TmpBytes: 512 << 20, OutputLimit: 16 << 20}
 			var err error
 			if max.MemoryBytes, err = sizeFlag(c, "max-memory"); err != nil {

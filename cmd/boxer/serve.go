@@ -68,6 +68,7 @@ loopback needs --token-file. SIGTERM lets runs in flight finish
 }
 
 func serveAction(c *cli.Context) error {
+	longLivedGC()
 	cfg := server.Config{
 		Concurrency: c.Int("concurrency"),
 		Queue:       c.Int("queue"),

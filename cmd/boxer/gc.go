@@ -1,0 +1,29 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+)
+
+// Most boxer commands make or reach one sandbox and exit, allocating 3-4 MiB
+// in all. Go's collector starts with a 4 MiB target, so it ran once in each
+// such process for nothing: 3 ms of CPU a CLI run, and again in the standby
+// maker (BENCH.md, 2026-11-28). Commands start with a target of
+// shortGCPercent (the first collection at 16 MiB of heap); the long-lived
+// ones (serve, mcp, a session's keeper) put Go's default back. GOGC, when
+// set, wins in both.
+const shortGCPercent = 400
+
+// shortLivedGC sets the collector's target of a command that exits soon.
+func shortLivedGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(shortGCPercent)
+	}
+}
+
+// longLivedGC puts back Go's default target, for a command that serves.
+func longLivedGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(100)
+	}
+}
