@@ -358,17 +358,31 @@ func TestUsernsLeasesReturned(t *testing.T) {
 		t.Fatalf("run after the kill: %d %s", r.code, r.stderr)
 	}
 	held("the next command", 0)
-	r := boxer(t, env, "session", "create", "--lang", "python")
+	// With --debug, and containerd's log of the session on a failure:
+	// once (CI, 2026-11-28), rm found no session that create had just made.
+	r := boxer(t, env, "--debug", "session", "create", "--lang", "python")
 	if r.code != 0 {
 		t.Fatalf("session create: %d %s", r.code, r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
 	held("session create", 1)
-	if r := boxer(t, env, "session", "rm", id); r.code != 0 {
-		t.Fatalf("session rm: %d %s", r.code, r.stderr)
+	if rm := boxer(t, env, "--debug", "session", "rm", id); rm.code != 0 {
+		t.Fatalf("session rm: %d\n%s\nsession create said:\n%s\ncontainerd said of it:\n%s", rm.code, rm.stderr, r.stderr, daemonLogOf(id))
 	}
 	held("session rm", 0)
 	assertClean(t)
+}
+
+// daemonLogOf is what the test containerd's log says of id.
+func daemonLogOf(id string) string {
+	data, _ := os.ReadFile(filepath.Join(rootDir, "containerd.log"))
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, id) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestUsernsStandby: a standby is made with its run's user namespace
