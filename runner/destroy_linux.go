@@ -10,8 +10,10 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/containerd/containerd/api/services/tasks/v1"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +47,11 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 		}()
 	}
 	if sb.container != nil {
-		if err := removeContainer(cctx, sb.container, sb.task); err != nil {
+		task := sb.task
+		if task != nil && sb.ended {
+			task = endedTask{task, sb.r.client}
+		}
+		if err := removeContainer(cctx, sb.container, task); err != nil {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
 		}
 	}
@@ -95,6 +101,39 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 // once its task is gone, killing what is left in it: a runtime's helpers
 // (gVisor's), or the processes of a sandbox whose shared shim died.
 const cgroupGrace = 2 * time.Second
+
+// endedTask is a task whose process boxer saw exit. Its Delete skips what
+// containerd's client asks first, the task's status (a round trip to
+// containerd and from there to the shim), to refuse a task that runs: this
+// one does not. Should containerd refuse it anyway, the client's Delete
+// tells why.
+type endedTask struct {
+	containerd.Task
+	client *containerd.Client
+}
+
+func (t endedTask) Delete(ctx context.Context, opts ...containerd.ProcessDeleteOpts) (*containerd.ExitStatus, error) {
+	if len(opts) > 0 {
+		return t.Task.Delete(ctx, opts...)
+	}
+	// As the client's Delete: the streams' copying ends first, and the
+	// streams are closed once the task is gone.
+	cio := t.IO()
+	if cio != nil {
+		cio.Cancel()
+		cio.Wait()
+	}
+	if _, err := t.client.TaskService().Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: t.ID()}); err != nil {
+		if err = errgrpc.ToNative(err); errdefs.IsNotFound(err) {
+			return nil, err
+		}
+		return t.Task.Delete(ctx)
+	}
+	if cio != nil {
+		cio.Close()
+	}
+	return nil, nil
+}
 
 // removeContainer removes a container's task (killing what still runs) and
 // the container, tolerating either being gone already. task is the one boxer

@@ -104,10 +104,13 @@ type sandbox struct {
 	container  containerd.Container
 	task       containerd.Task
 	statusC    <-chan containerd.ExitStatus
-	stdout     *capped
-	stderr     *capped
-	stdin      *eofReader
-	stdinW     *io.PipeWriter
+	// ended says that the task's process was seen to exit (see
+	// endedTask).
+	ended  bool
+	stdout *capped
+	stderr *capped
+	stdin  *eofReader
+	stdinW *io.PipeWriter
 	// gone is closed by destroy: goroutines of the run end with it.
 	gone    chan struct{}
 	started time.Time
@@ -465,6 +468,7 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 		}
 		return e, fmt.Errorf("waiting for sandbox exit: %w", err)
 	}
+	sb.ended = true
 	end := time.Now()
 	if t := status.ExitTime(); !t.IsZero() && t.After(sb.started) {
 		end = t
