@@ -20,9 +20,6 @@ func TestGCTargets(t *testing.T) {
 	} {
 		t.Setenv("GOGC", tc.gogc)
 		debug.SetGCPercent(50)
-		if tc.gogc == "" {
-			debug.SetGCPercent(100)
-		}
 		tc.set()
 		if got := debug.SetGCPercent(100); got != tc.want {
 			t.Errorf("GOGC=%q: target %d, want %d", tc.gogc, got, tc.want)
