@@ -81,6 +81,7 @@ func newWorld(t *testing.T) *world {
 		"www.example.com":  {"203.0.113.10"},
 		"db.example.com":   {"203.0.113.30"},
 		"evil.com":         {"203.0.113.10"},
+		"key.example.com":  {"203.0.113.10"},
 		"loop.example.com": {"127.0.0.1"},
 	})
 	w.dial, w.dials = testDial(map[string]string{
