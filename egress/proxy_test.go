@@ -934,6 +934,8 @@ func TestLateFirstBytes(t *testing.T) {
 		{"HTTP after blank lines, transparent", []string{"example.com"}, false, "\r\nGET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "203.0.113.10:443"},
 		{"HTTP in a tunnel", []string{"example.com"}, true, "GET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "example.com:443"},
 		{"TLS to an address entry", []string{"203.0.113.10"}, false, "tls", true, ""},
+		{"an SSLv2 hello, transparent", []string{"example.com"}, false, string(sslv2Hello), false, "203.0.113.10:443"},
+		{"an SSLv2 hello in a tunnel", []string{"example.com"}, true, string(sslv2Hello), false, "example.com:443"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
