@@ -62,6 +62,16 @@ func (p *proxy) explicit(c net.Conn) {
 			writeStatus(ic, http.StatusBadRequest, "boxer: only http:// URLs are forwarded: use CONNECT for "+req.URL.Scheme)
 			return
 		}
+		if name, reason := hostName(req.URL.Host); reason != "" {
+			// Go's client would send it on as its IDNA form, another name.
+			dest := net.JoinHostPort(name, req.URL.Port())
+			if req.URL.Port() == "" {
+				dest = net.JoinHostPort(name, "80")
+			}
+			p.run.deny(dest, reason)
+			writeStatus(ic, http.StatusForbidden, fmt.Sprintf("boxer: %s refused: %s", dest, reason))
+			return
+		}
 		if !p.forward(ic, req, tr, nil) {
 			return
 		}
@@ -92,8 +102,10 @@ func readRequest(lr *io.LimitedReader, br *bufio.Reader, c net.Conn, malformed s
 func (p *proxy) transparentHTTP(c net.Conn, dst netip.AddrPort, peeked []byte) {
 	dial := func(ctx context.Context) (net.Conn, error) { return p.dialAddr(ctx, dst) }
 	p.serveHTTP(c, peeked, dial, func(req *http.Request) (string, string) {
-		name := hostName(req.Host)
-		reason := p.decide(dst, name)
+		name, reason := hostName(req.Host)
+		if reason == "" {
+			reason = p.decide(dst, name)
+		}
 		if reason == "" && name == "" {
 			reason = p.noHost(dst, req.Host)
 		}
@@ -213,8 +225,10 @@ func (p *proxy) dialHostPort(ctx context.Context, dest string) (net.Conn, error)
 	var err error
 	if a, aerr := netip.ParseAddr(host); aerr == nil {
 		up, err = p.dialIP(ctx, dest, a.Unmap(), port)
+	} else if name, reason := hostName(host); reason != "" {
+		err = &refusedError{dest, http.StatusForbidden, reason}
 	} else {
-		up, err = p.dialName(ctx, dest, normalName(host), port)
+		up, err = p.dialName(ctx, dest, name, port)
 	}
 	var re *refusedError
 	if errors.As(err, &re) {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // tlsRecordHandshake is the first byte of a TLS connection: the record
@@ -87,7 +86,7 @@ func (p *proxy) intercept(c net.Conn, pre []byte, name string, port uint16, dial
 			// HTTP/1.0 may leave it out: the connection says whom it is for.
 			req.Host = name
 		}
-		if hostName(req.Host) != name {
+		if host, _ := hostName(req.Host); host != name {
 			writeStatus(tc, http.StatusMisdirectedRequest,
 				fmt.Sprintf("boxer: this connection is for %s, not %s: open one of its own", name, req.Host))
 			return
@@ -143,7 +142,7 @@ func (p *proxy) tlsTransport(dest, name string, dial func(context.Context) (net.
 func setInjected(h http.Header, inject []Injection) {
 	for _, in := range inject {
 		for name := range h {
-			if strings.EqualFold(name, in.Header) {
+			if equalFoldASCII(name, in.Header) {
 				delete(h, name)
 			}
 		}

@@ -124,7 +124,12 @@ func parseIPHost(host string) (prefix netip.Prefix, ok bool, err error) {
 // parseNameHost parses a DNS name or a wildcard (*.example.com) into a
 // lower-case name without a trailing dot.
 func parseNameHost(host string) (name string, wildcard bool, err error) {
-	name = strings.TrimSuffix(strings.ToLower(host), ".")
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			return "", false, entryNameError(host)
+		}
+	}
+	name = normalName(host)
 	if rest, ok := strings.CutPrefix(name, "*."); ok {
 		if strings.Count(rest, ".") < 1 {
 			return "", false, fmt.Errorf("a wildcard needs a domain of two labels or more after '*.', as in *.example.com")
@@ -175,6 +180,9 @@ func checkLabel(l string) error {
 		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 			return fmt.Errorf("a host name may hold only letters, digits, '-' and '.'")
 		}
+	}
+	if !validALabel(l) {
+		return fmt.Errorf("label %s of the host name is not a valid IDNA A-label", l)
 	}
 	return nil
 }
@@ -247,21 +255,25 @@ func (r Rule) matchesName(name string) bool {
 	return name == r.Name
 }
 
-// normalName lower-cases a name and drops its trailing dot.
-func normalName(name string) string {
-	return strings.TrimSuffix(strings.ToLower(name), ".")
-}
-
-// NameAllowed reports whether a name rule allows name on port.
+// NameAllowed reports whether a name rule allows name on port. A name
+// that is not printable ASCII, or has an xn-- label that is not an IDNA
+// A-label, is allowed by none, whatever it folds into.
 func (p Policy) NameAllowed(name string, port uint16) bool {
+	if nameReason(name) != "" {
+		return false
+	}
 	name = normalName(name)
 	return slices.ContainsFunc(p, func(r Rule) bool {
 		return r.matchesName(name) && slices.Contains(r.Ports, port)
 	})
 }
 
-// NameKnown reports whether a name rule allows name on any port.
+// NameKnown reports whether a name rule allows name on any port (see
+// NameAllowed for the names none allows).
 func (p Policy) NameKnown(name string) bool {
+	if nameReason(name) != "" {
+		return false
+	}
 	name = normalName(name)
 	return slices.ContainsFunc(p, func(r Rule) bool { return r.matchesName(name) })
 }

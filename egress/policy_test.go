@@ -89,7 +89,7 @@ func TestParseRuleErrors(t *testing.T) {
 		{strings.Repeat("abcdefghi.", 26) + "com", "longer than 253 characters"},
 		{"exa_mple.com", "only letters, digits, '-' and '.'"},
 		{"ex ample.com", "only letters, digits, '-' and '.'"},
-		{"éxample.com", "only letters, digits, '-' and '.'"},
+		{"éxample.com", "a host name must be ASCII"},
 		{"http://example.com", "give the host alone, without a scheme or a path"},
 		{"example.com/api", "give the host alone, without a scheme or a path"},
 		{"1.2.3.256", "not a valid address or host name"},

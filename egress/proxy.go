@@ -107,7 +107,9 @@ func (p *proxy) transparent(c net.Conn, dst netip.AddrPort) {
 	if reason == "" && name == "" {
 		switch kind {
 		case kindTLS:
-			reason = p.noSNI(dst)
+			reason = p.noSNI(dst, reasonNoSNI)
+		case kindSSLv2:
+			reason = p.noSNI(dst, reasonSSLv2)
 		case kindHTTP:
 			reason = p.noHost(dst, host)
 		}
@@ -159,16 +161,17 @@ const (
 	reasonNotResolved    = "address was not resolved for name"
 	reasonNotFromName    = "address not obtained from an allowed name"
 	reasonNoSNI          = "TLS ClientHello without a server name (SNI)"
+	reasonSSLv2          = "SSLv2-format ClientHello, which names no server"
 	reasonNoHost         = "HTTP request without a Host"
 )
 
-// noSNI returns why TLS that names no server may not reach dst, or "" if
-// it may (see namelessAllowed).
-func (p *proxy) noSNI(dst netip.AddrPort) string {
+// noSNI returns why TLS that names no server may not reach dst (reason,
+// which says what hello it was), or "" if it may (see namelessAllowed).
+func (p *proxy) noSNI(dst netip.AddrPort, reason string) string {
 	if p.namelessAllowed(dst) {
 		return ""
 	}
-	return reasonNoSNI
+	return reason
 }
 
 // noHost returns why an HTTP request whose Host is host (as sent: "" for

@@ -81,6 +81,7 @@ func newWorld(t *testing.T) *world {
 		"www.example.com":  {"203.0.113.10"},
 		"db.example.com":   {"203.0.113.30"},
 		"evil.com":         {"203.0.113.10"},
+		"key.example.com":  {"203.0.113.10"},
 		"loop.example.com": {"127.0.0.1"},
 	})
 	w.dial, w.dials = testDial(map[string]string{
@@ -933,6 +934,8 @@ func TestLateFirstBytes(t *testing.T) {
 		{"HTTP after blank lines, transparent", []string{"example.com"}, false, "\r\nGET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "203.0.113.10:443"},
 		{"HTTP in a tunnel", []string{"example.com"}, true, "GET / HTTP/1.1\r\nHost: evil.com\r\n\r\n", false, "example.com:443"},
 		{"TLS to an address entry", []string{"203.0.113.10"}, false, "tls", true, ""},
+		{"an SSLv2 hello, transparent", []string{"example.com"}, false, string(sslv2Hello), false, "203.0.113.10:443"},
+		{"an SSLv2 hello in a tunnel", []string{"example.com"}, true, string(sslv2Hello), false, "example.com:443"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

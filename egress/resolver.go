@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -184,7 +183,7 @@ func addrsOf(resp *dns.Msg, name string) ([]netip.Addr, uint32) {
 	for range maxCNAMEs + 1 {
 		next := ""
 		for _, rr := range resp.Answer {
-			if !strings.EqualFold(rr.Header().Name, owner) {
+			if !equalFoldASCII(rr.Header().Name, owner) {
 				continue
 			}
 			switch rr := rr.(type) {
@@ -234,7 +233,7 @@ func (r *run) lookup(ctx context.Context, name string) (*dns.Msg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("asking %s for %s: %w", r.cfg.UpstreamDNS, name, err)
 	}
-	if len(resp.Question) != 1 || !strings.EqualFold(resp.Question[0].Name, q.Question[0].Name) {
+	if len(resp.Question) != 1 || !equalFoldASCII(resp.Question[0].Name, q.Question[0].Name) {
 		return nil, fmt.Errorf("asking %s for %s: the answer is for another question", r.cfg.UpstreamDNS, name)
 	}
 	return resp, nil

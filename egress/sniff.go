@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -15,10 +14,11 @@ import (
 
 // sniff reads the first bytes of a transparent connection and returns the
 // name they ask for (TLS SNI or HTTP Host; "" if none or an address), the
-// HTTP Host as sent ("" if none), what they are (kindTLS, kindHTTP,
-// kindOther) and the bytes read. reason is set when the bytes claim a name
-// that cannot be read: without it, a slow or broken ClientHello would pass
-// unchecked.
+// HTTP Host as sent ("" if none), what they are (kindTLS, kindSSLv2,
+// kindHTTP, kindOther) and the bytes read. reason is set when the bytes
+// claim a name that cannot be read, or one that is not ASCII (name is then
+// the name as sent, escaped): without it, a slow or broken ClientHello
+// would pass unchecked.
 func (p *proxy) sniff(c net.Conn) (name, host string, kind int, peeked []byte, reason string) {
 	c.SetReadDeadline(time.Now().Add(p.peek))
 	defer c.SetReadDeadline(time.Time{})
@@ -27,43 +27,34 @@ func (p *proxy) sniff(c net.Conn) (name, host string, kind int, peeked []byte, r
 	rec.rewind()
 	switch kind {
 	case kindTLS:
-		name, reason = sniffTLS(rec)
-		name = hostName(name)
+		if name, reason = sniffTLS(rec); reason == "" {
+			name, reason = hostName(name)
+		}
 	case kindHTTP:
 		var req *http.Request
 		if req, reason = sniffHTTP(rec); req != nil {
-			host, name = req.Host, hostName(req.Host)
+			host = req.Host
+			name, reason = hostName(req.Host)
 		}
 	}
 	return name, host, kind, rec.buf, reason
-}
-
-// hostName returns the name of a Host header or an SNI, lower-case and
-// without its port; "" for an address, which is no name: the destination
-// address decides alone.
-func hostName(host string) string {
-	host = hostPart(host)
-	if _, err := netip.ParseAddr(host); err == nil {
-		return ""
-	}
-	return normalName(host)
-}
-
-// hostPart returns a Host header or an SNI without its port and an IPv6
-// address's brackets.
-func hostPart(host string) string {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 }
 
 // The kinds of first bytes a transparent connection may send.
 const (
 	kindOther = iota
 	kindTLS
+	// kindSSLv2 is a ClientHello in SSL 2's record format, which TLS
+	// servers with old settings still take (OpenSSL's SSLv23 method): it
+	// has no extensions, so it never names a server.
+	kindSSLv2
 	kindHTTP
 )
+
+// sslv2ClientHello is the message type of an SSL 2 ClientHello, the third
+// byte of its record (after a two-byte header whose first byte has the high
+// bit set).
+const sslv2ClientHello = 0x01
 
 // httpMethods are the request methods that mark an HTTP/1 connection at
 // once; a request line with another method is known by its version.
@@ -86,6 +77,9 @@ func (r *recorder) kind() int {
 			if i == 0 && len(r.buf) == n && c == tlsRecordHandshake {
 				return kindTLS
 			}
+			if i == 0 && len(r.buf) == n && c&0x80 != 0 {
+				return r.sslv2(err)
+			}
 			switch line.add(c) {
 			case lineHTTP:
 				return kindHTTP
@@ -102,6 +96,23 @@ func (r *recorder) kind() int {
 			return kindOther
 		}
 	}
+}
+
+// sslv2 tells, once a first byte with the high bit set is read, whether
+// the connection starts with an SSL 2 ClientHello: it reads up to its
+// message type, the third byte, until the deadline. Cut short, it counts
+// as one (as a known method cut short counts as HTTP), so that a program
+// cannot send the hello a byte at a time past the check. err is the error
+// of the read that returned the first byte.
+func (r *recorder) sslv2(err error) int {
+	buf := make([]byte, 3)
+	for len(r.buf) < 3 && err == nil {
+		_, err = r.Read(buf[:3-len(r.buf)])
+	}
+	if len(r.buf) < 3 || r.buf[2] == sslv2ClientHello {
+		return kindSSLv2
+	}
+	return kindOther
 }
 
 // What requestLine.add has learnt of a line so far.
@@ -313,7 +324,8 @@ var errLate = errors.New(reasonLate)
 // TLS or complete an HTTP request line, whose name (SNI, Host) would then
 // go unchecked: a program could wait the timeout out and name any site of
 // an allowed address. Bytes pass as they come: the connection is cut at
-// the TLS record's first byte, or at the end of the request line, before
+// the TLS record's first byte (or a first byte with the high bit set, an
+// SSL 2 ClientHello's), or at the end of the request line, before
 // which no server acts. deny records the refusal.
 type lateConn struct {
 	net.Conn
@@ -331,7 +343,8 @@ func (l *lateConn) Read(b []byte) (int, error) {
 	}
 	for i, c := range b[:n] {
 		state := l.line.add(c)
-		if i == 0 && l.fresh && c == tlsRecordHandshake {
+		if i == 0 && l.fresh && (c == tlsRecordHandshake || c&0x80 != 0) {
+			// TLS, or what may be an SSL 2 ClientHello.
 			state = lineHTTP
 		}
 		switch state {

@@ -19,7 +19,13 @@ func (p *proxy) connect(c net.Conn, br *bufio.Reader, req *http.Request) {
 	var name string
 	host, port, ok := splitDest(req.Host)
 	if ok {
-		name = hostName(host)
+		var reason string
+		if name, reason = hostName(host); reason != "" {
+			dest := net.JoinHostPort(name, strconv.Itoa(int(port)))
+			p.run.deny(dest, reason)
+			writeDialError(c, dest, &refusedError{dest, http.StatusForbidden, reason})
+			return
+		}
 	}
 	var up net.Conn
 	if name != "" && p.run.injections(name) != nil {
@@ -81,11 +87,15 @@ func (p *proxy) tunnel(c, up net.Conn, pre []byte, dest, name string, port uint1
 	}()
 	sni, _, kind, peeked, reason := p.sniff(&replayConn{Conn: c, pre: pre})
 	refused := dest
-	if reason == "" && kind == kindTLS {
+	switch {
+	case reason != "":
+	case kind == kindTLS:
 		reason = tunnelTLSRefused(name, sni, p.run.cfg.AllowNoSNI)
-		if sni != "" {
-			refused = net.JoinHostPort(sni, strconv.Itoa(int(port)))
-		}
+	case kind == kindSSLv2 && !p.run.cfg.AllowNoSNI:
+		reason = reasonSSLv2
+	}
+	if sni != "" {
+		refused = net.JoinHostPort(sni, strconv.Itoa(int(port)))
 	}
 	if reason != "" {
 		p.run.deny(refused, reason)
@@ -133,7 +143,11 @@ func tunnelHostRefused(req *http.Request, target string, port uint16) (dest, rea
 		req.Host = target
 	}
 	req.URL.Host = net.JoinHostPort(target, strconv.Itoa(int(port)))
-	if name := hostName(req.Host); name != target {
+	name, reason := hostName(req.Host)
+	if reason != "" {
+		return net.JoinHostPort(name, strconv.Itoa(int(port))), reason
+	}
+	if name != target {
 		host := name
 		if host == "" {
 			// An address, which names no site.

@@ -99,7 +99,18 @@ func soa() dns.RR {
 	}
 }
 
-// normalise lower-cases a name and drops its trailing dot.
+// normalise lower-cases a name's ASCII letters, as DNS servers, nginx and
+// CDNs do (never the Kelvin sign into k), and drops its trailing dot.
 func normalise(name string) string {
-	return strings.TrimSuffix(strings.ToLower(name), ".")
+	return strings.TrimSuffix(lowerASCII(name), ".")
+}
+
+// lowerASCII maps A-Z to a-z and leaves every other rune alone.
+func lowerASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }

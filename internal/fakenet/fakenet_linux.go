@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -103,74 +102,6 @@ func Start(dir string) (_ *Net, retErr error) {
 		return nil, err
 	}
 	return n, nil
-}
-
-// newNamespace makes a network namespace and bind-mounts it at n.Netns.
-func (n *Net) newNamespace() error {
-	f, err := os.OpenFile(n.Netns, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
-	if err != nil {
-		return fmt.Errorf("creating namespace mount point: %w", err)
-	}
-	n.created = true
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("creating namespace mount point: %w", err)
-	}
-	err = onThread(func() error {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return fmt.Errorf("unsharing network namespace: %w", err)
-		}
-		if err := unix.Mount("/proc/thread-self/ns/net", n.Netns, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind-mounting network namespace at %s: %w", n.Netns, err)
-		}
-		n.mounted = true
-		return nil
-	})
-	return err
-}
-
-// setupLinks brings loopback up and puts every address of the zone but
-// loopback's on a dummy link. There is no route out: a packet to any other address fails
-// at once with "network is unreachable".
-func (n *Net) setupLinks() error {
-	h, err := netlink.NewHandleAt(n.ns)
-	if err != nil {
-		return fmt.Errorf("opening netlink in namespace: %w", err)
-	}
-	defer h.Close()
-	lo, err := h.LinkByName("lo")
-	if err != nil {
-		return fmt.Errorf("finding loopback: %w", err)
-	}
-	if err := h.LinkSetUp(lo); err != nil {
-		return fmt.Errorf("bringing loopback up: %w", err)
-	}
-	var dummy netlink.Link = &netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: dummyLink}}
-	err = h.LinkAdd(dummy)
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		// A kernel built without CONFIG_DUMMY (Firecracker's guests): a
-		// bridge without ports is the same, a link that only holds
-		// addresses.
-		dummy = &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: dummyLink}}
-		err = h.LinkAdd(dummy)
-	}
-	if err != nil {
-		return fmt.Errorf("adding link %s: %w", dummyLink, err)
-	}
-	if err := h.LinkSetUp(dummy); err != nil {
-		return fmt.Errorf("bringing %s up: %w", dummyLink, err)
-	}
-	for _, a := range linkAddrs() {
-		addr := &netlink.Addr{IPNet: ipNet(netip.PrefixFrom(a, a.BitLen()))}
-		if a.Is6() {
-			// Without NODAD the address stays tentative for a second or
-			// so, and binding to it fails with EADDRNOTAVAIL.
-			addr.Flags = unix.IFA_F_NODAD
-		}
-		if err := h.AddrAdd(dummy, addr); err != nil {
-			return fmt.Errorf("adding %s to %s: %w", a, dummyLink, err)
-		}
-	}
-	return nil
 }
 
 // handlers are the HTTP handlers by kind of server.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -32,14 +31,14 @@ func hello(w http.ResponseWriter, r *http.Request) {
 // answers in served.
 func sharedHandler(served *siteLog) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
+		host := lowerASCII(r.Host)
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
 		site := EvilName
 		switch {
 		case r.TLS != nil && r.TLS.ServerName != "":
-			site = strings.ToLower(r.TLS.ServerName)
+			site = lowerASCII(r.TLS.ServerName)
 			if host != site {
 				http.Error(w, "misdirected: this connection is for "+site, http.StatusMisdirectedRequest)
 				return

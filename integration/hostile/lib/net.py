@@ -79,3 +79,48 @@ def ask(s, host, f=None, method="GET", pause=0):
         return body.split(" on ")[0] if status == "200" else status
     except OSError:
         return "refused"
+def hello(server_name):
+    """A TLS 1.2 ClientHello naming server_name (bytes, sent as they are:
+    Python's ssl would turn a name into its IDNA form first)."""
+    import struct
+    def vec(data, n=2):
+        return struct.pack(">I", len(data))[4 - n:] + data
+    suites = bytes.fromhex("c02fc030c02bc02ccca8cca9009c002f")
+    exts = b"".join(struct.pack(">H", t) + vec(d) for t, d in [
+        (0x0000, vec(b"\x00" + vec(server_name))),
+        (0x000a, vec(bytes.fromhex("001d0017"))),
+        (0x000b, bytes.fromhex("0100")),
+        (0x000d, vec(bytes.fromhex("040308040401050308050501080606010201"))),
+    ])
+    body = b"\x03\x03" + os.urandom(32) + b"\x00" + vec(suites) + b"\x01\x00" + vec(exts)
+    return b"\x16\x03\x01" + vec(b"\x01" + vec(body, 3))
+def sslv2_hello():
+    """A ClientHello in SSL 2's record format (OpenSSL's old SSLv23
+    clients): it cannot name a server."""
+    body = b"\x01\x03\x01" + bytes.fromhex("0009" "0000" "0010") + bytes.fromhex("00002f00003500000a") + os.urandom(16)
+    return bytes([0x80, len(body)]) + body
+def first_bytes(s, data):
+    """Send data on s and say what came back: "reached" if the server
+    answered anything, "refused" if the proxy cut the connection."""
+    try:
+        s.sendall(data)
+        return "reached" if s.recv(5) else "refused"
+    except socket.timeout:
+        return "timeout"
+    except OSError:
+        return "refused"
+    finally:
+        s.close()
+def raw_http(dest, request, timeout=5):
+    """Send a raw request to boxer's proxy and return its status line's code."""
+    proxy = os.environ["HTTP_PROXY"].split("//")[1]
+    host, port = proxy.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=timeout)
+    try:
+        s.sendall(request)
+        line = s.makefile("rb").readline()
+        return line.split()[1].decode() if line else "refused"
+    except OSError:
+        return "refused"
+    finally:
+        s.close()
