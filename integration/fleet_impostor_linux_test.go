@@ -132,7 +132,8 @@ func httpRelay(t *testing.T, ip string, targets ...string) *relay {
 // TestFleetImpostor: two impostors listed before the members in the
 // peers' DNS answer relay every connection to node-b, one raw TCP, one
 // plain HTTP, and record all they carry. Calls through node-a for what
-// node-b holds (a run's code with a bearer token, the session list, E2B's
+// node-b holds (a run's code with a bearer token, on runc and runsc, the
+// session list, E2B's
 // control plane with an API key, envd with an access token, a call that
 // names itself forwarded) are still answered by node-b, and neither
 // impostor captures a token, a key or the code; the fleet listener
@@ -154,6 +155,15 @@ func TestFleetImpostor(t *testing.T) {
 	id := createOn(t, b)
 	if got := runIn(t, a, id, "print('"+canary+"')"); got != canary+"\n" {
 		t.Fatalf("a run through node-a: %q", got)
+	}
+	// The same on gVisor.
+	c, body := b.call(t, fleetA, "POST", "/v1/sessions", `{"lang":"python","runtime":"runsc"}`)
+	g := sessionID(t, c, body)
+	if got := runIn(t, a, g, "print('"+canary+"-runsc')"); got != canary+"-runsc\n" {
+		t.Fatalf("a run in a runsc session through node-a: %q", got)
+	}
+	if c, body := a.call(t, fleetA, "DELETE", "/v1/sessions/"+g, ""); c != 204 {
+		t.Fatalf("removing the runsc session through node-a: %d %s", c, body)
 	}
 	if _, mine := a.call(t, fleetA, "GET", "/v1/sessions", ""); !strings.Contains(mine, id) {
 		t.Errorf("node-a's list does not show node-b's session %s: %s", id, mine)
