@@ -12,8 +12,8 @@ import (
 
 // In a fleet (Config.Fleet) a sandbox's ID names the node holding it, as a
 // session's does; a request for another member's sandbox, on any plane, is
-// forwarded to that member's E2B listener once, host name and tokens
-// unchanged. See docs/fleet.md.
+// forwarded once to that member's E2B handler over the fleet's mutual TLS,
+// host name and tokens unchanged. See docs/fleet.md.
 
 // controlTarget is the sandbox ID a control-plane path names.
 func controlTarget(p string) (string, bool) {
@@ -46,12 +46,12 @@ func (s *Server) fleetRoute(next http.Handler) http.Handler {
 			s.toHolder(w, r, id, next)
 		case f.Draining() && r.Method == http.MethodPost && (r.URL.Path == "/v2/sandboxes" || r.URL.Path == "/sandboxes"):
 			peer, ok := f.Elsewhere(r.Context())
-			if !ok || peer.E2B == "" || fleet.Forwarded(r) {
+			if !ok || !peer.E2B || fleet.Forwarded(r) {
 				w.Header().Set("Retry-After", "5")
 				writeError(w, http.StatusServiceUnavailable, "this server is shutting down and takes no new sandboxes, and no other server of the fleet does: retry shortly")
 				return
 			}
-			f.Forward(w, r, peer, peer.E2B, peerFailed)
+			f.Forward(w, r, peer, fleet.PlaneE2B, peerFailed)
 		case r.Method == http.MethodGet && (r.URL.Path == "/v2/sandboxes" || r.URL.Path == "/sandboxes") && !fleet.Forwarded(r):
 			s.listFleet(w, r, next)
 		default:
@@ -74,10 +74,10 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 		writeError(w, http.StatusServiceUnavailable, "sandbox "+id+": "+err.Error())
 	case place.Local:
 		next.ServeHTTP(w, r)
-	case place.Peer.E2B == "":
+	case !place.Peer.E2B:
 		writeError(w, http.StatusServiceUnavailable, "sandbox "+id+": the server holding it has no E2B listener (--e2b-listen)")
 	default:
-		s.cfg.Fleet.Forward(w, r, place.Peer, place.Peer.E2B, peerFailed)
+		s.cfg.Fleet.Forward(w, r, place.Peer, fleet.PlaneE2B, peerFailed)
 	}
 }
 
@@ -95,7 +95,7 @@ func peerFailed(w http.ResponseWriter, err error) {
 func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	var peers []fleet.Peer
 	for _, p := range s.cfg.Fleet.Others(r.Context()) {
-		if p.E2B != "" {
+		if p.E2B {
 			peers = append(peers, p)
 		}
 	}
@@ -116,7 +116,7 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, next http.Han
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := s.cfg.Fleet.Ask(r, p.E2B)
+			got, err := s.cfg.Fleet.Ask(r, p, fleet.PlaneE2B)
 			var l []json.RawMessage
 			if err == nil && json.Unmarshal(got, &l) == nil {
 				mu.Lock()

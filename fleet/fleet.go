@@ -10,6 +10,11 @@
 // (its SRV records give each pod's address and port), and each peer says
 // which node it serves when asked (Probe). No store of its own, no
 // Kubernetes API access: the pods need no token and no RBAC.
+//
+// Members talk to each other only on a listener of their own (the fleet
+// listener), over mutual TLS with a key pair derived from the fleet key
+// (identity.go): a member proves it holds the key and is the end of the
+// connection, so callers' credentials never cross a hop to anyone else.
 package fleet
 
 import (
@@ -52,21 +57,22 @@ var (
 
 // Config is a fleet member's setting.
 type Config struct {
-	// Key is the fleet's shared secret: it signs IDs and peers' answers.
+	// Key is the fleet's shared secret: it signs IDs, and the members'
+	// key pair is derived from it.
 	Key []byte
 	// Node is the name of the node this server holds sessions on
 	// (Kubernetes' spec.nodeName).
 	Node string
-	// Peers is the DNS name of the fleet's servers: an SRV name
-	// (_http._tcp.boxer-peers.boxer.svc.cluster.local) or a host name
+	// Peers is the DNS name of the fleet's listeners: an SRV name
+	// (_fleet._tcp.boxer-peers.boxer.svc.cluster.local) or a host name
 	// whose addresses all listen on Port.
 	Peers string
-	// Port is the peers' API port when Peers is a host name.
+	// Port is the peers' fleet listener port when Peers is a host name.
 	Port int
 	// DNS is the resolver to ask (host:port); empty is the system's.
 	DNS string
-	// E2BPort is this server's E2B port, told to peers (0: none).
-	E2BPort int
+	// E2B says this server answers E2B's API, told to peers.
+	E2B bool
 	// Refresh is how long a peer list is used before DNS is asked again
 	// (default 5 s); a lookup for a node not in it asks at once, at most
 	// once a second.
@@ -78,7 +84,10 @@ type Fleet struct {
 	cfg      Config
 	tag      string
 	draining atomic.Bool
-	client   *http.Client
+	id       *identity
+	// transport carries requests to other members' fleet listeners,
+	// connections kept for the next.
+	transport *http.Transport
 
 	mu     sync.Mutex
 	peers  []Peer
@@ -104,7 +113,18 @@ func New(cfg Config) (*Fleet, error) {
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 5 * time.Second
 	}
-	f := &Fleet{cfg: cfg, client: &http.Client{Timeout: 2 * time.Second}}
+	id, err := newIdentity(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{cfg: cfg, id: id, transport: &http.Transport{
+		Proxy:               nil,
+		TLSClientConfig:     id.clientTLS(),
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}}
 	f.tag = f.nodeTag(cfg.Node)
 	return f, nil
 }

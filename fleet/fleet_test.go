@@ -3,10 +3,8 @@ package fleet
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,26 +65,44 @@ func TestNewChecks(t *testing.T) {
 	}
 }
 
-// A probe's answer is believed only from a member holding the key.
+// A probe's answer is believed only over a connection to a member holding
+// the key.
 func TestProbe(t *testing.T) {
 	a, b := member(t, key, "node-a"), member(t, key, "node-b")
-	b.cfg.E2BPort = 49982
+	b.cfg.E2B = true
 	b.SetDraining()
-	srv := httptest.NewServer(http.HandlerFunc(b.ServeProbe))
-	defer srv.Close()
-	addr := strings.TrimPrefix(srv.URL, "http://")
+	addr := serveFleet(t, b, nil, nil)
 	p, err := a.probe(context.Background(), addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, _, _ := net.SplitHostPort(addr)
-	if p.Tag != b.tag || !p.Draining || p.Self || p.E2B != net.JoinHostPort(host, strconv.Itoa(49982)) {
-		t.Fatalf("probe = %+v", p)
+	if want := (Peer{Addr: addr, Tag: b.tag, Draining: true, E2B: true}); p != want {
+		t.Fatalf("probe = %+v, want %+v", p, want)
 	}
 	stranger := member(t, "another fleet's key, 32 bytes long", "node-c")
-	srv2 := httptest.NewServer(http.HandlerFunc(stranger.ServeProbe))
-	defer srv2.Close()
-	if _, err := a.probe(context.Background(), strings.TrimPrefix(srv2.URL, "http://")); err == nil || !strings.Contains(err.Error(), "fleet key") {
-		t.Fatalf("probe of a stranger = %v", err)
+	if _, err := a.probe(context.Background(), serveFleet(t, stranger, nil, nil)); err == nil || !strings.Contains(err.Error(), errNotMember.Error()) {
+		t.Fatalf("probe of a stranger = %v, want %q", err, errNotMember)
 	}
+	// A plain HTTP server answering the probe path is no member either.
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"node":"` + b.tag + `"}`))
+	}))
+	defer plain.Close()
+	if _, err := a.probe(context.Background(), strings.TrimPrefix(plain.URL, "http://")); err == nil {
+		t.Fatal("probe of a plain HTTP server took its answer")
+	}
+}
+
+// serveFleet serves f's fleet listener with api and e2b, for the test's
+// life: its address.
+func serveFleet(t *testing.T, f *Fleet, api, e2b http.Handler) string {
+	t.Helper()
+	if api == nil {
+		api = http.NotFoundHandler()
+	}
+	srv := httptest.NewUnstartedServer(f.Handler(api, e2b))
+	srv.TLS = f.ServerTLS()
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
 }

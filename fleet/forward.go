@@ -9,44 +9,50 @@ import (
 	"time"
 )
 
-// HeaderForwarded marks a request one member forwarded to another. A
-// request that carries it is answered where it lands, never forwarded
-// again: no loops. A caller who sets it only keeps its request from being
-// forwarded.
-const HeaderForwarded = "Boxer-Fleet-Forwarded"
+// Plane is the handler a forwarded request is for on the member's fleet
+// listener: boxer's API or E2B's.
+type Plane string
 
-// Forwarded reports whether r came from another member.
-func Forwarded(r *http.Request) bool { return r.Header.Get(HeaderForwarded) != "" }
+// The planes.
+const (
+	PlaneAPI Plane = "api"
+	PlaneE2B Plane = "e2b"
+)
 
-// transport carries forwarded requests between members over the pod
-// network, connections kept for the next.
-var transport = &http.Transport{
-	Proxy:               nil,
-	MaxIdleConnsPerHost: 16,
-	IdleConnTimeout:     90 * time.Second,
-	DisableCompression:  true,
-}
+// The headers a member sets on a request it forwards. They mean something
+// only on the fleet listener, which only members reach; each is set anew
+// on every hop, whatever the caller sent.
+const (
+	// headerPlane names the request's plane.
+	headerPlane = "Boxer-Fleet-Plane"
+	// headerClient is the address of the caller the first member served,
+	// for the holding member's audit log.
+	headerClient = "Boxer-Fleet-Client"
+)
 
-// Forward sends r to the member p at addr (its Addr or E2B) as it came:
-// its method, path, host name, body and headers (the caller's credentials
-// included: the member checks them as its own), and streams the answer
-// back, upgrades (a port's WebSocket) included. fail answers when the
-// member cannot be reached: with ErrGone if DNS, asked again, no longer
-// lists its node and every member listed answers, else ErrUnreachable.
-func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, p Peer, addr string, fail func(http.ResponseWriter, error)) {
+// Forward sends r to the member p's fleet listener, for its plane, as it
+// came: its method, path, host name, body and headers (the caller's
+// credentials included: the member checks them as its own), over mutual
+// TLS with the fleet's key (so only a member can read them), and streams
+// the answer back, upgrades (a port's WebSocket) included. fail answers
+// when the member cannot be reached: with ErrGone if DNS, asked again, no
+// longer lists its node and every member listed answers, else
+// ErrUnreachable.
+func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, p Peer, plane Plane, fail func(http.ResponseWriter, error)) {
 	// A stream or a large file may take longer than the server's own
 	// read and write deadlines: the member at the other end has its own.
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	_ = rc.SetReadDeadline(time.Time{})
-	target := baseURL(addr)
+	target := baseURL(p.Addr)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host
-			pr.Out.Header.Set(HeaderForwarded, f.cfg.Node)
+			pr.Out.Header.Set(headerPlane, string(plane))
+			pr.Out.Header.Set(headerClient, pr.In.RemoteAddr)
 		},
-		Transport:     transport,
+		Transport:     f.transport,
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
@@ -70,12 +76,12 @@ func (f *Fleet) Others(ctx context.Context) []Peer {
 	return out
 }
 
-// Ask sends r's method and path (no body) to the member at addr with r's
-// credentials, marked as forwarded, and returns the body of a 200 answer
-// (at most 16 MiB).
-func (f *Fleet) Ask(r *http.Request, addr string) ([]byte, error) {
-	u := *r.URL
-	u.Scheme, u.Host = "http", addr
+// Ask sends r's method and path (no body) to member p's fleet listener,
+// for its plane, with r's credentials, and returns the body of a 200
+// answer (at most 16 MiB).
+func (f *Fleet) Ask(r *http.Request, p Peer, plane Plane) ([]byte, error) {
+	u := *baseURL(p.Addr)
+	u.Path, u.RawPath, u.RawQuery = r.URL.Path, r.URL.RawPath, r.URL.RawQuery
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), nil)
 	if err != nil {
 		return nil, err
@@ -86,14 +92,15 @@ func (f *Fleet) Ask(r *http.Request, addr string) ([]byte, error) {
 		}
 	}
 	req.Host = r.Host
-	req.Header.Set(HeaderForwarded, f.cfg.Node)
-	resp, err := transport.RoundTrip(req)
+	req.Header.Set(headerPlane, string(plane))
+	req.Header.Set(headerClient, r.RemoteAddr)
+	resp, err := f.transport.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %s", addr, resp.Status)
+		return nil, fmt.Errorf("%s answered %s", p.Addr, resp.Status)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }

@@ -2,11 +2,10 @@ package fleet
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,17 +16,17 @@ import (
 	"time"
 )
 
-// ProbePath is where a member says which node it serves. It is open (no
-// bearer token): it tells nothing but an opaque tag, and its answer is
-// signed over the asker's nonce with the fleet key, so that a member sends
-// its callers' requests only to a server that holds the key.
+// ProbePath is where a member says which node it serves, on the fleet
+// listener only: the asker is a member (its certificate), and the answer
+// comes from one (the listener's), over the connection TLS authenticated.
 const ProbePath = "/v1/fleet/node"
 
 // Peer is a member of the fleet as another sees it.
 type Peer struct {
-	// Addr is its API's host:port; E2B its E2B API's, or "".
+	// Addr is its fleet listener's host:port.
 	Addr string
-	E2B  string
+	// E2B says it answers E2B's API.
+	E2B bool
 	// Tag is its node's, as IDs carry it.
 	Tag      string
 	Draining bool
@@ -38,25 +37,13 @@ type Peer struct {
 type probeAnswer struct {
 	Node     string `json:"node"`
 	Draining bool   `json:"draining"`
-	E2BPort  int    `json:"e2b_port,omitempty"`
-	Proof    string `json:"proof"`
+	E2B      bool   `json:"e2b,omitempty"`
 }
 
-func (f *Fleet) proof(nonce string, a probeAnswer) string {
-	return hex.EncodeToString(f.mac("probe", nonce, a.Node, strconv.FormatBool(a.Draining), strconv.Itoa(a.E2BPort)))
-}
-
-// ServeProbe answers ProbePath.
-func (f *Fleet) ServeProbe(w http.ResponseWriter, r *http.Request) {
-	nonce := r.URL.Query().Get("nonce")
-	if len(nonce) != 32 {
-		http.Error(w, "nonce must be 32 hex digits", http.StatusBadRequest)
-		return
-	}
-	a := probeAnswer{Node: f.tag, Draining: f.draining.Load(), E2BPort: f.cfg.E2BPort}
-	a.Proof = f.proof(nonce, a)
+// serveProbe answers ProbePath.
+func (f *Fleet) serveProbe(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(a)
+	_ = json.NewEncoder(w).Encode(probeAnswer{Node: f.tag, Draining: f.draining.Load(), E2B: f.cfg.E2B})
 }
 
 // SetDraining marks this member as draining: peers send it no new
@@ -109,36 +96,28 @@ func (f *Fleet) addrs(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// probe asks the member at addr which node it serves.
+// probe asks the member at addr which node it serves, over a connection
+// on which both ends proved they hold the fleet key.
 func (f *Fleet) probe(ctx context.Context, addr string) (Peer, error) {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	nonce := hex.EncodeToString(b)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+ProbePath+"?nonce="+nonce, nil)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+ProbePath, nil)
 	if err != nil {
 		return Peer{}, err
 	}
-	resp, err := f.client.Do(req)
+	resp, err := f.transport.RoundTrip(req)
 	if err != nil {
-		return Peer{}, err
+		return Peer{}, fmt.Errorf("probing %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	var a probeAnswer
 	if resp.StatusCode != http.StatusOK {
-		return Peer{}, fmt.Errorf("%s answered %s", addr, resp.Status)
+		return Peer{}, fmt.Errorf("probing %s: answered %s", addr, resp.Status)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return Peer{}, fmt.Errorf("%s: %v", addr, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&a); err != nil {
+		return Peer{}, fmt.Errorf("probing %s: %w", addr, err)
 	}
-	if !hmac.Equal([]byte(a.Proof), []byte(f.proof(nonce, a))) {
-		return Peer{}, fmt.Errorf("%s does not hold the fleet key", addr)
-	}
-	p := Peer{Addr: addr, Tag: a.Node, Draining: a.Draining, Self: a.Node == f.tag}
-	if a.E2BPort > 0 {
-		host, _, _ := net.SplitHostPort(addr)
-		p.E2B = net.JoinHostPort(host, strconv.Itoa(a.E2BPort))
-	}
-	return p, nil
+	return Peer{Addr: addr, Tag: a.Node, Draining: a.Draining, E2B: a.E2B, Self: a.Node == f.tag}, nil
 }
 
 // list returns the peers, asking DNS and each peer again when the list is
@@ -169,11 +148,18 @@ func (f *Fleet) list(ctx context.Context, force bool) ([]Peer, int) {
 	}
 	wg.Wait()
 	f.peers, f.failed = f.peers[:0:0], 0
+	seen := map[string]bool{}
 	for i := range peers {
 		if errs[i] != nil {
 			f.failed++
 			continue
 		}
+		// One entry per node, the first DNS lists: a node reached by two
+		// addresses (a pod and its predecessor, a router) is asked once.
+		if seen[peers[i].Tag] {
+			continue
+		}
+		seen[peers[i].Tag] = true
 		f.peers = append(f.peers, peers[i])
 	}
 	f.looked = time.Now()
@@ -223,5 +209,5 @@ func (f *Fleet) Elsewhere(ctx context.Context) (Peer, bool) {
 	return Peer{}, false
 }
 
-// baseURL is http://addr.
-func baseURL(addr string) *url.URL { return &url.URL{Scheme: "http", Host: addr} }
+// baseURL is https://addr, a member's fleet listener.
+func baseURL(addr string) *url.URL { return &url.URL{Scheme: "https", Host: addr} }

@@ -22,8 +22,9 @@ import (
 	"github.com/miekg/dns"
 )
 
-// peersName is the test fleet's SRV name, as a headless Service's.
-const peersName = "_http._tcp.peers.fleet.test."
+// peersName is the test fleet's SRV name, as a headless Service's: it
+// names the members' fleet listeners.
+const peersName = "_fleet._tcp.peers.fleet.test."
 
 // fleetDNS answers the SRV name with the live members, and each member's
 // host name with its loopback address: what cluster DNS answers for a
@@ -32,6 +33,18 @@ type fleetDNS struct {
 	addr    string
 	mu      sync.Mutex
 	members map[string]string // host name -> host:port
+	// first are listed before the members (a lower SRV priority), in
+	// their order: what a stale answer or a look-alike pod could be.
+	first []fleetDNSEntry
+}
+
+type fleetDNSEntry struct{ host, addr string }
+
+// listFirst lists host at addr before every member.
+func (d *fleetDNS) listFirst(host, addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.first = append(d.first, fleetDNSEntry{host, addr})
 }
 
 func startFleetDNS(t *testing.T) *fleetDNS {
@@ -66,14 +79,26 @@ func (d *fleetDNS) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 		switch {
 		case qq.Qtype == dns.TypeSRV && strings.EqualFold(qq.Name, peersName):
 			hdr.Rrtype = dns.TypeSRV
-			for host, addr := range d.members {
+			srv := func(host, addr string, priority uint16) {
 				_, port, _ := net.SplitHostPort(addr)
 				var p uint16
 				fmt.Sscan(port, &p)
-				m.Answer = append(m.Answer, &dns.SRV{Hdr: hdr, Priority: 0, Weight: 10, Port: p, Target: host + "."})
+				m.Answer = append(m.Answer, &dns.SRV{Hdr: hdr, Priority: priority, Weight: 10, Port: p, Target: host + "."})
+			}
+			for i, e := range d.first {
+				srv(e.host, e.addr, uint16(i))
+			}
+			for host, addr := range d.members {
+				srv(host, addr, 100)
 			}
 		case qq.Qtype == dns.TypeA:
-			if addr, ok := d.members[strings.TrimSuffix(qq.Name, ".")]; ok {
+			addr, ok := d.members[strings.TrimSuffix(qq.Name, ".")]
+			for _, e := range d.first {
+				if e.host == strings.TrimSuffix(qq.Name, ".") {
+					addr, ok = e.addr, true
+				}
+			}
+			if ok {
 				hdr.Rrtype = dns.TypeA
 				host, _, _ := net.SplitHostPort(addr)
 				m.Answer = append(m.Answer, &dns.A{Hdr: hdr, A: net.ParseIP(host)})
@@ -89,8 +114,11 @@ type fleetNode struct {
 	*server
 	host, addr, ns string
 	// e2b is the URL of its E2B listener.
-	e2b  string
-	base []string
+	e2b string
+	// listed is its address in the peers' DNS answer: its fleet
+	// listener's.
+	listed string
+	base   []string
 }
 
 // fleetTokens are the fleet's callers.
@@ -112,9 +140,10 @@ func startFleetNode(t *testing.T, d *fleetDNS, ns, ip, node string, extra ...str
 	n := &fleetNode{host: node + ".fleet.test", addr: fmt.Sprintf("%s:%d", ip, freePort(t)), ns: ns}
 	e2bAddr := fmt.Sprintf("%s:%d", ip, freePort(t))
 	n.e2b = "http://" + e2bAddr
-	n.base = []string{"--token-file", tokens, "--fleet-peers", peersName, "--fleet-dns", d.addr, "--fleet-key-file", key, "--fleet-node", node, "--warm", "", "--e2b-listen", e2bAddr, "--e2b-key-file", e2bKeys}
+	n.listed = fmt.Sprintf("%s:%d", ip, freePort(t))
+	n.base = []string{"--token-file", tokens, "--fleet-peers", peersName, "--fleet-listen", n.listed, "--fleet-dns", d.addr, "--fleet-key-file", key, "--fleet-node", node, "--warm", "", "--e2b-listen", e2bAddr, "--e2b-key-file", e2bKeys}
 	n.server = startServerAt(t, ns, n.addr, append(n.base, extra...)...)
-	d.set(n.host, n.addr)
+	d.set(n.host, n.listed)
 	return n
 }
 

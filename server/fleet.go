@@ -14,8 +14,9 @@ import (
 )
 
 // In a fleet (Config.Fleet), a request for a session another member holds
-// is forwarded to it once, with the caller's own credentials; a session
-// whose node left the fleet is 410. See docs/fleet.md.
+// is forwarded to it once, over the fleet's mutual TLS, with the caller's
+// own credentials; a session whose node left the fleet is 410. See
+// docs/fleet.md.
 
 // sessionInPath is the session ID of a path under /v1/sessions/ID.
 func sessionInPath(p string) (string, bool) {
@@ -69,7 +70,7 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 		// held the session, and it does not.
 		s.reject(w, r, http.StatusNotFound, &APIError{Field: "id", Message: runner.ErrSessionNotFound.Error()}, nil)
 	default:
-		s.cfg.Fleet.Forward(w, r, place.Peer, place.Peer.Addr, s.peerFailed)
+		s.cfg.Fleet.Forward(w, r, place.Peer, fleet.PlaneAPI, s.peerFailed)
 	}
 }
 
@@ -93,7 +94,7 @@ func (s *Server) createElsewhere(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusServiceUnavailable, &APIError{Message: "this server is shutting down and takes no new sessions, and no other server of the fleet does: retry shortly"}, nil)
 		return
 	}
-	s.cfg.Fleet.Forward(w, r, peer, peer.Addr, s.peerFailed)
+	s.cfg.Fleet.Forward(w, r, peer, fleet.PlaneAPI, s.peerFailed)
 }
 
 // listFleet answers GET /v1/sessions with the caller's sessions on every
@@ -124,7 +125,7 @@ func (s *Server) listFleet(w http.ResponseWriter, r *http.Request, next http.Han
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := s.cfg.Fleet.Ask(r, p.Addr)
+			got, err := s.cfg.Fleet.Ask(r, p, fleet.PlaneAPI)
 			var l sessionList
 			if err == nil {
 				err = json.Unmarshal(got, &l)

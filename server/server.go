@@ -180,17 +180,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusNotFound, &APIError{Field: "path", Message: "names nothing: see GET /v1/openapi.json"}, nil)
 	})
-	h := s.authenticate(s.fleetRoute(mux))
-	if s.cfg.Fleet == nil {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == fleet.ProbePath {
-			s.cfg.Fleet.ServeProbe(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return s.authenticate(s.fleetRoute(mux))
 }
 
 // authenticate requires the bearer token on every request when one is set.

@@ -153,12 +153,12 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	e2bPort := 0
-	if e2bLn != nil {
-		e2bPort = e2bLn.Addr().(*net.TCPAddr).Port
-	}
-	if cfg.Fleet, err = fleetMember(c, listen, e2bPort); err != nil {
+	var fleetLn net.Listener
+	if cfg.Fleet, fleetLn, err = fleetMember(c, listen, e2bLn != nil); err != nil {
 		return err
+	}
+	if fleetLn != nil {
+		defer fleetLn.Close()
 	}
 
 	shims, err := shimOptions(c)
@@ -192,7 +192,7 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "boxer: serving on http://%s (concurrency %d, queue %d)\n", ln.Addr(), cfg.Concurrency, cfg.Queue)
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- hs.Serve(ln) }()
 	var es *http.Server
 	if e2bLn != nil {
@@ -207,6 +207,17 @@ func serveAction(c *cli.Context) error {
 		fmt.Fprintf(os.Stderr, "boxer: serving E2B's API on %s://%s (%d keys)\n", scheme, e2bLn.Addr(), len(e2bKeyList))
 		go func() { errc <- es.Serve(e2bLn) }()
 		defer es.Close()
+	}
+	var fs *http.Server
+	if fleetLn != nil {
+		var e2bHandler http.Handler
+		if es != nil {
+			e2bHandler = es.Handler
+		}
+		fs = fleetServer(cfg.Fleet, hs.Handler, e2bHandler)
+		fmt.Fprintf(os.Stderr, "boxer: serving the fleet's members on %s (mutual TLS with the fleet key)\n", fleetLn.Addr())
+		go func() { errc <- fs.Serve(fleetLn) }()
+		defer fs.Close()
 	}
 	select {
 	case err := <-errc:
@@ -227,6 +238,9 @@ func serveAction(c *cli.Context) error {
 	go func() {
 		if es != nil {
 			_ = es.Shutdown(ctx)
+		}
+		if fs != nil {
+			_ = fs.Shutdown(ctx)
 		}
 		_ = hs.Shutdown(ctx)
 		close(shut)

@@ -5,8 +5,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"log"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -19,47 +23,80 @@ import (
 // fleetFlags make serve a member of a fleet (docs/fleet.md).
 func fleetFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "fleet-peers", Usage: "be one server of a fleet whose servers are `NAME` in DNS: an SRV name (_http._tcp.boxer-peers.boxer.svc.cluster.local) or a host name whose addresses listen on --listen's port; a session's calls reaching another server are forwarded to the one holding it"},
-		&cli.StringFlag{Name: "fleet-key-file", Usage: "the fleet's shared key (32 bytes or more) in `FILE`: it signs session IDs and the servers' answers to each other"},
+		&cli.StringFlag{Name: "fleet-peers", Usage: "be one server of a fleet whose servers' fleet listeners are `NAME` in DNS: an SRV name (_fleet._tcp.boxer-peers.boxer.svc.cluster.local) or a host name whose addresses listen on --fleet-listen's port; a session's calls reaching another server are forwarded to the one holding it"},
+		&cli.StringFlag{Name: "fleet-listen", Usage: "`ADDR` of the fleet listener, where the fleet's servers reach each other over mutual TLS with the fleet key (default: --listen's host, port " + strconv.Itoa(defaultFleetPort) + ")"},
+		&cli.StringFlag{Name: "fleet-key-file", Usage: "the fleet's shared key (32 bytes or more) in `FILE`: it signs session IDs, and the servers' TLS key pair is derived from it"},
 		&cli.StringFlag{Name: "fleet-node", EnvVars: []string{"NODE_NAME"}, Usage: "`NAME` of the node this server holds sessions on (Kubernetes' spec.nodeName)"},
 		&cli.StringFlag{Name: "fleet-dns", Usage: "ask the DNS server at `HOST:PORT` for --fleet-peers instead of the system's"},
 		&cli.DurationFlag{Name: "drain-grace", Usage: "on SIGTERM in a fleet, how long sessions held here are still answered (new ones go to other servers) before they are ended; then --shutdown-grace"},
 	}
 }
 
-// fleetMember reads the fleet flags; nil without --fleet-peers.
-func fleetMember(c *cli.Context, listen string, e2bPort int) (*fleet.Fleet, error) {
+// defaultFleetPort is the fleet listener's port when --fleet-listen is not
+// given.
+const defaultFleetPort = 8081
+
+// fleetMember reads the fleet flags and listens on the fleet listener;
+// nil, nil without --fleet-peers.
+func fleetMember(c *cli.Context, listen string, e2b bool) (*fleet.Fleet, net.Listener, error) {
 	peers := c.String("fleet-peers")
 	if peers == "" {
-		for _, f := range []string{"fleet-key-file", "fleet-dns", "drain-grace"} {
+		for _, f := range []string{"fleet-key-file", "fleet-dns", "fleet-listen", "drain-grace"} {
 			if c.IsSet(f) {
-				return nil, fail("--%s needs --fleet-peers", f)
+				return nil, nil, fail("--%s needs --fleet-peers", f)
 			}
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	if c.String("fleet-key-file") == "" {
-		return nil, fail("--fleet-peers needs --fleet-key-file: the fleet's shared key signs session IDs")
+		return nil, nil, fail("--fleet-peers needs --fleet-key-file: the fleet's shared key signs session IDs")
 	}
 	key, err := os.ReadFile(c.String("fleet-key-file"))
 	if err != nil {
-		return nil, fail("--fleet-key-file: %v", err)
+		return nil, nil, fail("--fleet-key-file: %v", err)
 	}
 	node := c.String("fleet-node")
 	if node == "" {
 		if node, err = os.Hostname(); err != nil {
-			return nil, fail("--fleet-node: no node name given and no host name: %v", err)
+			return nil, nil, fail("--fleet-node: no node name given and no host name: %v", err)
 		}
 	}
-	cfg := fleet.Config{Key: bytes.TrimSpace(key), Node: node, Peers: peers, DNS: c.String("fleet-dns"), E2BPort: e2bPort}
-	if _, port, err := net.SplitHostPort(listen); err == nil {
-		cfg.Port, _ = strconv.Atoi(port)
+	addr := c.String("fleet-listen")
+	if addr == "" {
+		host, _, err := net.SplitHostPort(listen)
+		if err != nil {
+			return nil, nil, fail("--listen %s: %v", listen, err)
+		}
+		addr = net.JoinHostPort(host, strconv.Itoa(defaultFleetPort))
 	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fail("--fleet-listen %s: want HOST:PORT", addr)
+	}
+	cfg := fleet.Config{Key: bytes.TrimSpace(key), Node: node, Peers: peers, DNS: c.String("fleet-dns"), E2B: e2b}
+	cfg.Port, _ = strconv.Atoi(port)
 	f, err := fleet.New(cfg)
 	if err != nil {
-		return nil, fail("--fleet-peers: %v", err)
+		return nil, nil, fail("--fleet-peers: %v", err)
 	}
-	return f, nil
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fail("--fleet-listen: listening on %s: %v", addr, err)
+	}
+	return f, tls.NewListener(ln, f.ServerTLS()), nil
+}
+
+// fleetServer serves the fleet listener: the other members' probes and
+// forwarded requests, to the API or E2B's handler (nil: none).
+func fleetServer(f *fleet.Fleet, api, e2b http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           f.Handler(api, e2b),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// A handshake that never ends is not logged: the probes of
+		// whatever else DNS lists, and scanners, are not news.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
 }
 
 // fleetIDs makes the runner's session IDs name this node.

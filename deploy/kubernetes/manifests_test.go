@@ -318,6 +318,18 @@ func (p pod) port(t *testing.T) int32 {
 	return int32(n)
 }
 
+// fleetPort is the port of the pod's --fleet-listen.
+func (p pod) fleetPort(t *testing.T) int32 {
+	t.Helper()
+	l := p.one(t, "fleet-listen")
+	i := strings.LastIndexByte(l, ':')
+	n, err := strconv.Atoi(l[i+1:])
+	if i < 0 || err != nil {
+		t.Fatalf("DaemonSet %s: --fleet-listen=%s has no port", p.ds.Name, l)
+	}
+	return int32(n)
+}
+
 // mountOf returns the mount of c that holds path and its volume.
 func (p pod) mountOf(t *testing.T, c corev1.Container, file string) (corev1.VolumeMount, corev1.Volume) {
 	t.Helper()
@@ -469,8 +481,8 @@ func TestDaemonSets(t *testing.T) {
 			// The port, the probes and the scrape annotations agree. The
 			// probes and Prometheus send no token: --public-health.
 			port := p.port(t)
-			if len(b.Ports) != 1 || b.Ports[0].ContainerPort != port || b.Ports[0].Name != "http" {
-				t.Errorf("ports = %v, want one named http on %d", b.Ports, port)
+			if len(b.Ports) != 2 || b.Ports[0].ContainerPort != port || b.Ports[0].Name != "http" || b.Ports[1].ContainerPort != p.fleetPort(t) || b.Ports[1].Name != "fleet" {
+				t.Errorf("ports = %v, want one named http on %d and one named fleet on %d", b.Ports, port, p.fleetPort(t))
 			}
 			if v := p.flags["public-health"]; !slices.Equal(v, []string{"true"}) {
 				t.Errorf("serve --public-health = %q, want it given once: the httpGet probes and the scrape send no token", v)
@@ -515,8 +527,11 @@ func TestDaemonSets(t *testing.T) {
 
 			// A member of the fleet: the headless Service's SRV name, the
 			// key from the Secret, the node's name from the downward API.
-			if got, want := p.one(t, "fleet-peers"), "_http._tcp.boxer-peers."+namespace+".svc.cluster.local"; got != want {
-				t.Errorf("--fleet-peers = %q, want %q", got, want)
+			if got, want := p.one(t, "fleet-peers"), "_fleet._tcp.boxer-peers."+namespace+".svc.cluster.local"; got != want {
+				t.Errorf("--fleet-peers = %q, want %q (the fleet listener's SRV name)", got, want)
+			}
+			if p.fleetPort(t) == port {
+				t.Errorf("--fleet-listen is --listen's port %d: the fleet listener is a port of its own", port)
 			}
 			keyFile := p.one(t, "fleet-key-file")
 			if km, kv := p.mountOf(t, b, keyFile); kv.Secret == nil || !km.ReadOnly {
@@ -614,10 +629,11 @@ func TestPools(t *testing.T) {
 
 // TestServicesAndPolicy: one Service per pool on serve's port, with no
 // stickiness (the fleet forwards a session's calls to its node); the
-// headless peers Service of --fleet-peers over both pools, listing pods
-// that are not ready (a draining one still answers for its sessions); and
-// a NetworkPolicy that covers every boxer pod and lets clients and the
-// other members in on it.
+// headless peers Service of --fleet-peers over both pools on the fleet
+// port, listing pods that are not ready (a draining one still answers for
+// its sessions); and a NetworkPolicy that covers every boxer pod, lets
+// clients in on serve's port and only the other members on the fleet
+// port.
 func TestServicesAndPolicy(t *testing.T) {
 	m := load(t, ".")
 	ps := pods(t, m)
@@ -632,8 +648,9 @@ func TestServicesAndPolicy(t *testing.T) {
 				if s.Spec.ClusterIP != corev1.ClusterIPNone || !s.Spec.PublishNotReadyAddresses {
 					t.Errorf("Service boxer-peers: clusterIP %q, publishNotReadyAddresses %v: want a headless Service listing pods that are not ready", s.Spec.ClusterIP, s.Spec.PublishNotReadyAddresses)
 				}
-				if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Name != "http" || s.Spec.Ports[0].Protocol != corev1.ProtocolTCP {
-					t.Errorf("Service boxer-peers ports %v: want one named http (the SRV name _http._tcp)", s.Spec.Ports)
+				if len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Name != "fleet" || s.Spec.Ports[0].Protocol != corev1.ProtocolTCP ||
+					s.Spec.Ports[0].Port != p.fleetPort(t) || (s.Spec.Ports[0].TargetPort.String() != "fleet" && s.Spec.Ports[0].TargetPort.IntVal != p.fleetPort(t)) {
+					t.Errorf("Service boxer-peers ports %v: want one named fleet (the SRV name _fleet._tcp) on the fleet port %d", s.Spec.Ports, p.fleetPort(t))
 				}
 				continue
 			}
@@ -678,23 +695,39 @@ func TestServicesAndPolicy(t *testing.T) {
 		if !open {
 			t.Errorf("NetworkPolicy lets no client in on port %d", p.port(t))
 		}
+		// The members reach each other on the fleet port, and only they
+		// are let in on it.
+		isBoxer := func(pod *metav1.LabelSelector, ns *metav1.LabelSelector) bool {
+			return ns == nil && pod != nil && pod.MatchLabels["app.kubernetes.io/name"] == "boxer"
+		}
+		onFleetPort := func(ports []networkingv1.NetworkPolicyPort) bool {
+			for _, rp := range ports {
+				if rp.Port != nil && rp.Port.IntVal == p.fleetPort(t) {
+					return true
+				}
+			}
+			return false
+		}
 		peersIn, peersOut := false, false
 		for _, r := range np.Spec.Ingress {
 			for _, from := range r.From {
-				if from.NamespaceSelector == nil && from.PodSelector != nil && from.PodSelector.MatchLabels["app.kubernetes.io/name"] == "boxer" {
+				if isBoxer(from.PodSelector, from.NamespaceSelector) && onFleetPort(r.Ports) {
 					peersIn = true
+				}
+				if !isBoxer(from.PodSelector, from.NamespaceSelector) && (onFleetPort(r.Ports) || len(r.Ports) == 0) {
+					t.Errorf("NetworkPolicy lets %v in on the fleet port %d: only boxer's pods use it", from, p.fleetPort(t))
 				}
 			}
 		}
 		for _, r := range np.Spec.Egress {
 			for _, to := range r.To {
-				if to.NamespaceSelector == nil && to.PodSelector != nil && to.PodSelector.MatchLabels["app.kubernetes.io/name"] == "boxer" {
+				if isBoxer(to.PodSelector, to.NamespaceSelector) && onFleetPort(r.Ports) {
 					peersOut = true
 				}
 			}
 		}
 		if !peersIn || !peersOut {
-			t.Errorf("NetworkPolicy: boxer pods to boxer pods in %v, out %v: the fleet's members forward calls to each other", peersIn, peersOut)
+			t.Errorf("NetworkPolicy: boxer pods to boxer pods on the fleet port %d in %v, out %v: the fleet's members forward calls to each other there", p.fleetPort(t), peersIn, peersOut)
 		}
 		for _, r := range np.Spec.Egress {
 			for _, to := range r.To {
