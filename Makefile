@@ -3,7 +3,7 @@
 CONTAINERD_VERSION := v2.4.2
 # The runtimes boxer runs, built from source by 'make deps' (docs/internals.md: Runtimes).
 # Moving a pin is changing its one line: the next 'make deps' rebuilds it.
-RUNC_VERSION       := v1.5.2
+RUNC_VERSION       := v1.5.3
 GVISOR_VERSION     := v0.0.0-20260905035102-160fafc42237
 LIBEXEC            := /usr/local/lib/boxer/bin
 # SHIM is boxer's build of containerd's runc shim (cmd/containerd-shim-boxer-v2).

@@ -85,6 +85,32 @@ func RuncHasEscapeFixes(version string) (bool, error) {
 	return false, nil
 }
 
+// RuncNovember2026Fixes are what runc 1.5.3 fixes (November 2026): a
+// malicious image's symlinks turning 'runc restore' into a read-write bind
+// mount of any host directory, and runc clearing nosuid, nodev and noexec
+// on a read-only root when no user namespace is used.
+const RuncNovember2026Fixes = "CVE-2026-119101 (runc restore) and a read-only root losing nosuid/nodev/noexec without a user namespace"
+
+// runcNovember2026 is the first release with RuncNovember2026Fixes: 1.4.4
+// has the CVE's fix but not the other, and 1.6.0's release candidates
+// predate both.
+var runcNovember2026 = runcVersion{1, 5, 3, ""}
+
+// RuncHasNovember2026Fixes reports whether a runc release (as 'runc
+// --version' names it) has RuncNovember2026Fixes: 1.5.3 or later, not a
+// release candidate of 1.6.0. Like RuncHasEscapeFixes, it goes by the
+// upstream version only.
+func RuncHasNovember2026Fixes(version string) (bool, error) {
+	v, err := parseRuncVersion(version)
+	if err != nil {
+		return false, err
+	}
+	if v.major == 1 && v.minor == 6 && v.patch == 0 && v.pre != "" {
+		return false, nil
+	}
+	return !v.less(runcNovember2026), nil
+}
+
 // RuncVersion returns the version in the first line of 'runc --version'
 // output ("runc version 1.5.2" gives "1.5.2"), or "" if it has none.
 func RuncVersion(out string) string {

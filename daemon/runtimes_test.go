@@ -43,6 +43,36 @@ func TestRuncHasEscapeFixes(t *testing.T) {
 	}
 }
 
+func TestRuncHasNovember2026Fixes(t *testing.T) {
+	tests := []struct {
+		name    string
+		version string
+		want    bool
+		wantErr bool
+	}{
+		{name: "debian 12", version: "1.1.5+ds1", want: false},
+		{name: "1.4.4 has the CVE's fix only", version: "1.4.4", want: false},
+		{name: "1.5.2", version: "1.5.2", want: false},
+		{name: "pinned", version: "1.5.3", want: true},
+		{name: "after 1.5.3", version: "1.5.4", want: true},
+		{name: "1.6.0 release candidate", version: "1.6.0-rc.1", want: false},
+		{name: "1.6.0", version: "1.6.0", want: true},
+		{name: "leading v", version: "v1.5.3", want: true},
+		{name: "two parts", version: "1.5", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := RuncHasNovember2026Fixes(tc.version)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("RuncHasNovember2026Fixes(%q) error = %v, want error %t", tc.version, err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("RuncHasNovember2026Fixes(%q) = %t, want %t", tc.version, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRuncVersion(t *testing.T) {
 	tests := []struct {
 		name, out, want string

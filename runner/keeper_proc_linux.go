@@ -56,7 +56,7 @@ func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
 	}
 	k.next++
 	n := k.next
-	p := &keptProcess{out: newRing(DefaultRingBytes), pid: make(chan struct{}), size: req.PTY}
+	p := &keptProcess{out: newRing(DefaultRingBytes, chunkCost), pid: make(chan struct{}), size: req.PTY}
 	p.info = ProcessInfo{ID: n, Tag: req.Tag, Args: req.Args, Env: req.Env, Cwd: or(req.Cwd, k.spec.Process.Cwd), PTY: req.PTY != nil, Started: time.Now().UTC()}
 	k.procs[n] = p
 	k.mu.Unlock()

@@ -2,12 +2,13 @@ package runner
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 func TestRing(t *testing.T) {
-	r := newRing(10)
+	r := newRing(10, 0)
 	r.write(StreamStdout, []byte("abc"))
 	r.write(StreamStderr, []byte("de"))
 	r.write(StreamStdout, []byte("f"))
@@ -60,4 +61,69 @@ func join(cs []chunk) string {
 		parts = append(parts, c.stream+":"+string(c.data))
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestRingMemory: a process that writes one byte at a time to stdout and
+// stderr in turn makes a chunk of each byte; the keeper's ring counts
+// their memory, so it holds about its max in memory, not 90 times it (a
+// keeper grew past 380 MiB holding 1 MiB of such output, issue 42).
+func TestRingMemory(t *testing.T) {
+	r := newRing(DefaultRingBytes, chunkCost)
+	x := []byte("x")
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 1 << 20 {
+		r.write(StreamStdout, x)
+		r.write(StreamStderr, x)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 3*DefaultRingBytes {
+		t.Errorf("a ring of %d bytes holds %d MiB of heap after 2 Mi one-byte writes to stdout and stderr in turn (%d chunks)", DefaultRingBytes, grew>>20, len(r.chunks))
+	}
+	if r.held > r.max {
+		t.Errorf("ring holds %d, over its max %d", r.held, r.max)
+	}
+	// A reader from the start is told how much is gone.
+	if out, _, dropped, _, _ := r.read(0); dropped != r.start || dropped == 0 || len(out) == 0 {
+		t.Errorf("read(0): dropped %d (start %d), %d chunks", dropped, r.start, len(out))
+	}
+	runtime.KeepAlive(r)
+}
+
+// TestRingReadMax: a reader far behind gets the ring in pieces of at most
+// readMax, told at once that more is there, and all of it in the end.
+func TestRingReadMax(t *testing.T) {
+	r := newRing(DefaultRingBytes, chunkCost)
+	data := bytes.Repeat([]byte("0123456789abcdef"), DefaultRingBytes/32)
+	r.write(StreamStdout, data)
+	r.write(StreamStderr, []byte("END"))
+	var got bytes.Buffer
+	from := int64(0)
+	for reads := 0; ; reads++ {
+		out, next, dropped, _, more := r.read(from)
+		n := 0
+		for _, c := range out {
+			n += len(c.data)
+			got.Write(c.data)
+		}
+		if n > readMax || dropped != 0 || next != from+int64(n) {
+			t.Fatalf("read(%d): %d bytes, next %d, dropped %d; want at most %d", from, n, next, dropped, readMax)
+		}
+		from = next
+		select {
+		case <-more:
+			continue
+		default:
+		}
+		if from != r.end || reads < len(data)/readMax {
+			t.Fatalf("read(%d) waits after %d reads, the ring ending at %d", from, reads, r.end)
+		}
+		break
+	}
+	if want := string(data) + "END"; got.String() != want {
+		t.Errorf("read all: %d bytes, want %d", got.Len(), len(want))
+	}
 }

@@ -28,9 +28,11 @@ import (
 // Nothing stays in memory between the two boxer processes: the standby is
 // a labelled container, and its claim a containerd lease of a fixed ID,
 // which containerd creates once (the loser of a race gets
-// AlreadyExists). The process that made it sleeps until it expires, then
-// claims it like a run would and removes it; should that process die, the
-// standby's owner is dead and the next boxer command reaps it.
+// AlreadyExists). The process that made it sleeps until a run claims it
+// (the run wakes it through the standby's wake FIFO: it then exits) or it
+// expires (it then claims it like a run would and removes it); should that
+// process die, the standby's owner is dead and the next boxer command
+// reaps it.
 
 // MakeStandby makes a standby of req's shape that expires after idle,
 // unless the caps are reached or another process is making one of that
@@ -66,6 +68,10 @@ func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duratio
 	sb.standby = map[string]string{reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
 	if err := sb.make(ctx, rootfs); err != nil {
 		return "", until, errors.Join(err, sb.destroy(ctx))
+	}
+	// The FIFO that wakes its maker is there before any run can claim it.
+	if err := unix.Mkfifo(filepath.Join(sb.runDir, standbyWake), 0o600); err != nil {
+		return "", until, errors.Join(fmt.Errorf("making standby %s's wake FIFO: %w", sb.id, err), sb.destroy(ctx))
 	}
 	// Runs find it by this label, so it goes on once the gate holds the
 	// program: a run that claimed a standby still being made would find no
@@ -217,6 +223,7 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	if err := reaper.AdoptRunDir(sb.runDir); err != nil {
 		return sb, err
 	}
+	wakeMaker(sb.runDir)
 	sb.dirs.Code = filepath.Join(sb.runDir, "code")
 	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
 	if _, err := os.Stat(sb.dirs.Workspace); err != nil {

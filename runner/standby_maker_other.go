@@ -5,7 +5,13 @@ package runner
 import (
 	"context"
 	"os"
+	"time"
 )
 
 // StandbyMakerLock has no lock off Linux: no run leaves a standby.
 func (r *Runner) StandbyMakerLock(context.Context, Request) *os.File { return nil }
+
+// WaitStandby fails off Linux.
+func (r *Runner) WaitStandby(context.Context, string, time.Time) (bool, error) {
+	return false, ErrNotLinux
+}

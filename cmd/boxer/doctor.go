@@ -309,6 +309,11 @@ func runcCheck(cfg daemon.Config, address string, external bool) check {
 	case !fixed:
 		ch.ok, ch.required = false, false
 		ch.detail += fmt.Sprintf("; older than the first releases with the fixes for %s (1.2.8, 1.3.3, 1.4.0): %s", daemon.RuncEscapeCVEs, advice)
+	default:
+		if fixed, _ := daemon.RuncHasNovember2026Fixes(version); !fixed {
+			ch.ok, ch.required = false, false
+			ch.detail += fmt.Sprintf("; older than runc 1.5.3, which fixes %s: %s", daemon.RuncNovember2026Fixes, advice)
+		}
 	}
 	return ch
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boxer-dev/boxer/daemon"
 )
 
 // TestRunscProbeCutOff: a KVM probe that hangs is cut off after about a
@@ -39,5 +41,40 @@ func TestRunscProbeCutOff(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(tmp); len(entries) > 0 {
 		t.Errorf("left in TMPDIR: %v", entries)
+	}
+}
+
+// TestRuncCheckNovember2026: doctor's runc line warns, in one line naming
+// the CVE and what to do, on a runc older than 1.5.3 (1.5.2, and 1.4.4,
+// which has the CVE's fix but not the read-only root's), and not on 1.5.3.
+func TestRuncCheckNovember2026(t *testing.T) {
+	tests := []struct {
+		version string
+		warn    bool
+	}{
+		{"1.5.2", true},
+		{"1.4.4", true},
+		{"1.5.3", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.version, func(t *testing.T) {
+			// The runc the private containerd would run: the first on
+			// its PATH, which starts with the containerd binary's
+			// directory.
+			bin := t.TempDir()
+			for name, script := range map[string]string{
+				"containerd": "#!/bin/sh\nexit 0\n",
+				"runc":       "#!/bin/sh\necho runc version " + tc.version + "\necho spec: 1.3.0\n",
+			} {
+				if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ch := runcCheck(daemon.Config{Binary: filepath.Join(bin, "containerd")}, "", false)
+			warned := !ch.ok && !ch.required && strings.Contains(ch.detail, "CVE-2026-119101") && strings.Contains(ch.detail, "run 'make deps'")
+			if warned != tc.warn || strings.Contains(ch.detail, "\n") || !strings.Contains(ch.detail, filepath.Join(bin, "runc")) {
+				t.Errorf("runc %s: ok %t required %t %q, want a warning %t", tc.version, ch.ok, ch.required, ch.detail, tc.warn)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 )
@@ -23,6 +24,37 @@ func TestGCTargets(t *testing.T) {
 		tc.set()
 		if got := debug.SetGCPercent(100); got != tc.want {
 			t.Errorf("GOGC=%q: target %d, want %d", tc.gogc, got, tc.want)
+		}
+	}
+}
+
+// noMemoryLimit is the runtime's memory limit when none is set.
+const noMemoryLimit = math.MaxInt64
+
+// TestKeeperGC: a keeper collects with Go's default target and a memory
+// limit, unless GOGC and GOMEMLIMIT say otherwise.
+func TestKeeperGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(noMemoryLimit))
+	for _, tc := range []struct {
+		gogc, gomemlimit string
+		wantPercent      int
+		wantLimit        int64
+	}{
+		{"", "", 100, keeperMemoryLimit},
+		{"50", "", 50, keeperMemoryLimit},
+		{"", "200MiB", 100, noMemoryLimit},
+	} {
+		t.Setenv("GOGC", tc.gogc)
+		t.Setenv("GOMEMLIMIT", tc.gomemlimit)
+		debug.SetGCPercent(50)
+		debug.SetMemoryLimit(noMemoryLimit)
+		keeperGC()
+		if got := debug.SetGCPercent(100); got != tc.wantPercent {
+			t.Errorf("GOGC=%q: target %d, want %d", tc.gogc, got, tc.wantPercent)
+		}
+		if got := debug.SetMemoryLimit(noMemoryLimit); got != tc.wantLimit {
+			t.Errorf("GOMEMLIMIT=%q: limit %d, want %d", tc.gomemlimit, got, tc.wantLimit)
 		}
 	}
 }

@@ -14,7 +14,7 @@ func keeperCommand() *cli.Command {
 		Usage:     "hold a session's processes and their output (boxer starts it)",
 		ArgsUsage: "ID",
 		Action: func(c *cli.Context) error {
-			longLivedGC()
+			keeperGC()
 			id, err := oneArg(c, "ID")
 			if err != nil {
 				return err

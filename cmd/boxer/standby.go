@@ -195,11 +195,20 @@ func standbyAction(c *cli.Context) error {
 	if id == "" {
 		return nil
 	}
-	// Sleep with no connection open, then remove it unless a run took it.
-	t := time.NewTimer(time.Until(until))
-	select {
-	case <-t.C:
-	case <-c.Context.Done():
+	// Sleep with no connection open until a run claims it (then this
+	// process has nothing left to do), or until its expiry: then remove
+	// it unless a run took it.
+	claimed, err := r.WaitStandby(c.Context, id, until)
+	if err != nil {
+		log.L.WithError(err).Debug("waiting for a run to claim the standby")
+		t := time.NewTimer(time.Until(until))
+		select {
+		case <-t.C:
+		case <-c.Context.Done():
+		}
+	}
+	if claimed {
+		return nil
 	}
 	ctx = context.WithoutCancel(c.Context)
 	c.Context = ctx
