@@ -1,5 +1,7 @@
 package runner
 
+// Opening what a sandbox may have planted: FIFOs, sockets, symlinks to them; a path refused, told.
+
 import (
 	"errors"
 	"net"
