@@ -188,10 +188,15 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 // writeFilesError answers a runner error as envd's /files does.
 func writeFilesError(w http.ResponseWriter, err error) {
 	var fe *runner.FieldError
+	var pe *runner.PathError
 	var ended *runner.SessionEndedError
 	switch {
 	case errors.Is(err, runner.ErrFileNotFound):
+		// A symlink leading out too: what it names is none of the sandbox's.
 		writeError(w, http.StatusNotFound, err.Error())
+	case errors.As(err, &pe):
+		// Not a regular file (a FIFO, a socket, a device), too long.
+		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, runner.ErrSessionFull):
 		writeError(w, http.StatusInsufficientStorage, err.Error())
 	case errors.Is(err, runner.ErrSessionNotFound), errors.As(err, &ended):

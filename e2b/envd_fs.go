@@ -79,6 +79,17 @@ func ownerName(id uint32) string {
 	return strconv.FormatUint(uint64(id), 10)
 }
 
+// fsRPCError is rpcError for a file operation: a path refused for what
+// it names (not a regular file, too long) is the request's fault,
+// invalid_argument; one a symlink leads out of is not_found.
+func fsRPCError(err error) error {
+	var pe *runner.PathError
+	if errors.As(err, &pe) && !errors.Is(err, runner.ErrLeadsOut) {
+		return connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	return rpcError(err)
+}
+
 // Stat describes a path; a symlink is described, not followed.
 func (f *filesystemService) Stat(ctx context.Context, req *connect.Request[pb.StatRequest]) (*connect.Response[pb.StatResponse], error) {
 	sb, p, err := fsRequest(ctx, req.Header(), req.Msg.GetPath())
@@ -87,7 +98,7 @@ func (f *filesystemService) Stat(ctx context.Context, req *connect.Request[pb.St
 	}
 	e, err := f.s.runner.StatSessionPath(ctx, sb.ID, sb.Caller, p)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, fsRPCError(err)
 	}
 	return connect.NewResponse(&pb.StatResponse{Entry: entryInfo(e)}), nil
 }
@@ -113,7 +124,7 @@ func (f *filesystemService) MakeDir(ctx context.Context, req *connect.Request[pb
 	}
 	e, made, err := f.s.runner.MakeSessionDir(ctx, sb.ID, sb.Caller, p)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, fsRPCError(err)
 	}
 	if !made {
 		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory %s exists already", p))
@@ -133,7 +144,7 @@ func (f *filesystemService) Move(ctx context.Context, req *connect.Request[pb.Mo
 	}
 	e, err := f.s.runner.MoveSessionPath(ctx, sb.ID, sb.Caller, src, dst)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, fsRPCError(err)
 	}
 	return connect.NewResponse(&pb.MoveResponse{Entry: entryInfo(e)}), nil
 }
@@ -148,7 +159,7 @@ func (f *filesystemService) ListDir(ctx context.Context, req *connect.Request[pb
 	depth := max(int(req.Msg.GetDepth()), 1)
 	entries, err := f.s.runner.ListSessionDir(ctx, sb.ID, sb.Caller, p, depth)
 	if err != nil {
-		return nil, rpcError(err)
+		return nil, fsRPCError(err)
 	}
 	out := &pb.ListDirResponse{}
 	for _, e := range entries {
@@ -165,7 +176,7 @@ func (f *filesystemService) Remove(ctx context.Context, req *connect.Request[pb.
 		return nil, err
 	}
 	if err := f.s.runner.RemoveSessionPath(ctx, sb.ID, sb.Caller, p); err != nil {
-		return nil, rpcError(err)
+		return nil, fsRPCError(err)
 	}
 	return connect.NewResponse(&pb.RemoveResponse{}), nil
 }
@@ -218,7 +229,7 @@ func (f *filesystemService) WatchDir(ctx context.Context, req *connect.Request[p
 	defer cancel()
 	w, err := f.s.runner.WatchSessionDir(ctx, sb.ID, sb.Caller, p, req.Msg.GetRecursive())
 	if err != nil {
-		return rpcError(err)
+		return fsRPCError(err)
 	}
 	if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Start{Start: &pb.WatchDirResponse_StartEvent{}}}); err != nil {
 		return err
@@ -229,7 +240,7 @@ func (f *filesystemService) WatchDir(ctx context.Context, req *connect.Request[p
 		select {
 		case ev, ok := <-w.Events:
 			if !ok {
-				return rpcError(w.Err())
+				return fsRPCError(w.Err())
 			}
 			out := f.fsEvent(ctx, sb, ev, req.Msg.GetIncludeEntry())
 			if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Filesystem{Filesystem: out}}); err != nil {
@@ -270,7 +281,7 @@ func (f *filesystemService) CreateWatcher(ctx context.Context, req *connect.Requ
 	w, err := f.s.runner.WatchSessionDir(wctx, sb.ID, sb.Caller, p, req.Msg.GetRecursive())
 	if err != nil {
 		cancel()
-		return nil, rpcError(err)
+		return nil, fsRPCError(err)
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -336,7 +347,7 @@ func (f *filesystemService) GetWatcherEvents(ctx context.Context, req *connect.R
 	events := w.events
 	w.events = nil
 	if len(events) == 0 && w.err != nil {
-		return nil, rpcError(w.err)
+		return nil, fsRPCError(w.err)
 	}
 	return connect.NewResponse(&pb.GetWatcherEventsResponse{Events: events}), nil
 }

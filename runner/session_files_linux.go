@@ -3,15 +3,19 @@ package runner
 // A session's files: reading, writing and copying its workspace's files.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/oci"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,54 +42,32 @@ func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.R
 
 // checkSessionPath refuses a path that is not relative to /workspace.
 func checkSessionPath(rel string) error {
+	if len(rel) > maxPathBytes {
+		return &PathError{Field: FieldFiles, Path: cutPath(rel), Err: ErrNameTooLong}
+	}
 	if rel == "" || !filepath.IsLocal(rel) || strings.ContainsRune(rel, 0) {
-		return fieldErr(FieldFiles, "%q must be a path relative to /workspace", rel)
+		return fieldErr(FieldFiles, "%q must be a path relative to /workspace", cutPath(rel))
 	}
 	return nil
 }
 
 // ReadSessionFile returns a regular file of session id's workspace, of at
-// most limit bytes. Every read goes through the workspace's root: a
-// sandbox that swaps a directory for a symlink meanwhile cannot lead it out.
+// most limit bytes: ReadSessionPath of /workspace/rel.
 func (r *Runner) ReadSessionFile(ctx context.Context, id, caller, rel string, limit int64) ([]byte, error) {
 	if err := checkSessionPath(rel); err != nil {
 		return nil, err
 	}
-	root, _, err := r.sessionWorkspace(ctx, id, caller)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	f, err := root.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, ErrFileNotFound
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, ErrFileNotFound
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fieldErr(FieldFiles, "%s is larger than %d bytes, the most that can be read at once", rel, limit)
-	}
-	return data, nil
+	return r.ReadSessionPath(ctx, id, caller, path.Join(oci.Workspace, rel), limit)
 }
 
-// WriteSessionFile writes a file into session id's workspace, owned by
-// the sandbox's user.
+// WriteSessionFile writes a file into session id's workspace, the
+// sandbox user's: WriteSessionPath of /workspace/rel.
 func (r *Runner) WriteSessionFile(ctx context.Context, id, caller, rel string, data []byte) error {
 	if err := checkSessionPath(rel); err != nil {
 		return err
 	}
-	root, req, err := r.sessionWorkspace(ctx, id, caller)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	return writeFilesRoot(root, map[string][]byte{rel: data}, req.UID, req.GID)
+	_, err := r.WriteSessionPath(ctx, id, caller, path.Join(oci.Workspace, rel), bytes.NewReader(data))
+	return err
 }
 
 // CopyToSession copies a host file or directory to dest in session id's
@@ -96,6 +78,7 @@ func (r *Runner) CopyToSession(ctx context.Context, id, src, dest string) error 
 			return err
 		}
 	}
+	abs := path.Join(oci.Workspace, dest)
 	root, req, err := r.sessionWorkspace(ctx, id, "")
 	if err != nil {
 		return err
@@ -114,13 +97,13 @@ func (r *Runner) CopyToSession(ctx context.Context, id, src, dest string) error 
 		}
 		if dir := filepath.Dir(dest); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("copying in: %w", err)
+				return fmt.Errorf("copying in: %w", fsError(abs, err))
 			}
 		}
 		if err := copyFile(root, dest, src, st.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("copying in %s: %w", dest, err)
+			return fmt.Errorf("copying in: %w", fsError(abs, err))
 		} else if errors.Is(err, os.ErrExist) {
-			return fieldErr(FieldCopyIn, "%s exists in the session: remove it first", dest)
+			return fieldErr(FieldCopyIn, "%s exists in the session: remove it first", cutPath(abs))
 		}
 		return root.Lchown(dest, int(req.UID), int(req.GID))
 	}
@@ -129,13 +112,13 @@ func (r *Runner) CopyToSession(ctx context.Context, id, src, dest string) error 
 	}
 	if dest != "." {
 		if err := root.MkdirAll(dest, 0o755); err != nil {
-			return fmt.Errorf("copying in: %w", err)
+			return fmt.Errorf("copying in: %w", fsError(abs, err))
 		}
 		_ = root.Lchown(dest, int(req.UID), int(req.GID))
 	}
-	sub, err := root.OpenRoot(dest)
+	sub, err := openDirRoot(root, dest)
 	if err != nil {
-		return fmt.Errorf("copying in: %w", err)
+		return fmt.Errorf("copying in: %w", fsError(abs, err))
 	}
 	defer sub.Close()
 	return copyInto(src, sub, req.UID, req.GID)
@@ -150,41 +133,39 @@ func (r *Runner) CopyFromSession(ctx context.Context, id, src, dst string) ([]Fi
 			return nil, 0, err
 		}
 	}
+	abs := path.Join(oci.Workspace, src)
 	root, req, err := r.sessionWorkspace(ctx, id, "")
 	if err != nil {
 		return nil, 0, err
 	}
 	defer root.Close()
 	st, err := root.Lstat(src)
+	switch {
+	case err != nil:
+		return nil, 0, fsError(abs, err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		// Not followed: copy-out takes what is the session's only.
+		return nil, 0, fmt.Errorf("%s is a symlink: %w", cutPath(abs), ErrFileNotFound)
+	case st.IsDir():
+		sub, err := openDirRoot(root, src)
+		if err != nil {
+			return nil, 0, fmt.Errorf("copying out: %w", fsError(abs, err))
+		}
+		defer sub.Close()
+		return copyOutOf(sub, dst, req.TmpBytes)
+	}
+	in, err := openRegular(root, FieldCopyOut, src, abs, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, 0, ErrFileNotFound
+		return nil, 0, fsError(abs, err)
 	}
-	if st.Mode().IsRegular() {
-		in, err := root.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, 0, ErrFileNotFound
-		}
-		defer in.Close()
-		if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
-			return nil, 0, ErrFileNotFound
-		}
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return nil, 0, fmt.Errorf("copying out: %w", err)
-		}
-		n, err := io.Copy(out, io.LimitReader(in, req.TmpBytes))
-		if err := errors.Join(err, out.Close()); err != nil {
-			return nil, 0, fmt.Errorf("copying out: %w", err)
-		}
-		return []File{{Path: src, Size: n}}, 0, nil
-	}
-	if !st.IsDir() {
-		return nil, 0, ErrFileNotFound
-	}
-	sub, err := root.OpenRoot(src)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, 0, fmt.Errorf("copying out: %w", err)
 	}
-	defer sub.Close()
-	return copyOutOf(sub, dst, req.TmpBytes)
+	n, err := io.Copy(out, io.LimitReader(in, req.TmpBytes))
+	if err := errors.Join(err, out.Close()); err != nil {
+		return nil, 0, fmt.Errorf("copying out: %w", err)
+	}
+	return []File{{Path: src, Size: n}}, 0, nil
 }

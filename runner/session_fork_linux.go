@@ -203,11 +203,16 @@ func copySessionFiles(src, dst string) error {
 
 // copyFileIn copies regular file name of from to to.
 func copyFileIn(from, to *os.Root, name string, perm fs.FileMode) error {
-	in, err := from.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// Without waiting on what the sandbox may have swapped in meanwhile:
+	// what is no regular file once open is left out.
+	in, err := from.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+		return err
+	}
 	out, err := to.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err

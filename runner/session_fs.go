@@ -4,6 +4,8 @@ package runner
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -88,3 +90,75 @@ var ErrSessionFull = errors.New("the session's files are full: /workspace, /tmp 
 // ErrFileExists is a path that names something already, where a move or
 // a directory must go, or a directory that is not empty.
 var ErrFileExists = errors.New("exists already")
+
+// The kinds of a PathError.
+var (
+	// ErrNotRegular is a FIFO, a socket or a device where a file is read
+	// or written: the host opens none of them for either (a FIFO the
+	// sandbox planted would hold the host's thread until someone opened
+	// its other end).
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrNameTooLong is a path longer than the kernel takes, or a name in
+	// it longer than a directory holds.
+	ErrNameTooLong = errors.New("path or name too long")
+	// ErrLeadsOut is a path on which a symlink leads out of its root:
+	// what lies there is none of the session's.
+	ErrLeadsOut = errors.New("a symlink on the way leads out of the session's directory")
+)
+
+// The longest path (PATH_MAX) and name (NAME_MAX) Linux takes.
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+)
+
+// PathError is a path of a session that a file operation refuses for
+// what it names or how long it is, whichever interface asked. Err is its
+// kind: errors.Is(err, ErrInvalid) holds for ErrNotRegular and
+// ErrNameTooLong, errors.Is(err, ErrFileNotFound) for ErrLeadsOut.
+type PathError struct {
+	// Field names the path in the caller's request (path, to, files).
+	Field string
+	// Path is the path as the sandbox sees it, cut in the middle if long.
+	Path string
+	// Err is ErrNotRegular, ErrNameTooLong or ErrLeadsOut.
+	Err error
+	// Type is what the path names instead of a regular file, for
+	// ErrNotRegular: a FIFO, a socket or a device.
+	Type string
+}
+
+// Error names the path and says what to do.
+func (e *PathError) Error() string {
+	switch e.Err {
+	case ErrNotRegular:
+		return fmt.Sprintf("%s is a %s, not a regular file: only regular files are read and written (remove it first to write a file there)", e.Path, e.Type)
+	case ErrNameTooLong:
+		return fmt.Sprintf("%s: too long: a path takes at most %d bytes, a name in it %d", e.Path, maxPathBytes, maxNameBytes)
+	case ErrLeadsOut:
+		return fmt.Sprintf("%s: no such file in the session: a symlink on the way leads out of /workspace, /tmp or %s, whichever it starts in", e.Path, SessionHome)
+	}
+	return e.Path + ": " + e.Err.Error()
+}
+
+// Unwrap gives the kind, and ErrInvalid or ErrFileNotFound.
+func (e *PathError) Unwrap() []error {
+	if e.Err == ErrLeadsOut {
+		return []error{e.Err, ErrFileNotFound}
+	}
+	return []error{e.Err, ErrInvalid}
+}
+
+// maxPathShown is how much of a path an error repeats: a caller's path
+// is named, never echoed back whole.
+const maxPathShown = 160
+
+// cutPath is p as an error names it: whole if short, else its start and
+// its end with how long it is between them.
+func cutPath(p string) string {
+	if len(p) <= maxPathShown {
+		return p
+	}
+	head, tail := p[:100], p[len(p)-40:]
+	return strings.ToValidUTF8(head, "") + fmt.Sprintf("...(%d bytes)...", len(p)) + strings.ToValidUTF8(tail, "")
+}

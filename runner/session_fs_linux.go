@@ -45,27 +45,36 @@ func (r *Runner) sessionOp(ctx context.Context, id, caller, p string, op func(*s
 }
 
 // fsError tells an error of the file system about abs in the caller's
-// terms: not there (or leading out of its root: the same to the caller),
-// exists, full, or a refusal naming the path.
+// terms: not there, leading out of its root (a PathError that is also
+// not there: the same to the caller), exists, full, too long, or a
+// refusal naming the path (cut if long).
 func fsError(abs string, err error) error {
 	var fe *FieldError
+	var pe *PathError
+	shown := cutPath(abs)
 	switch {
-	case err == nil, errors.As(err, &fe), errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrFileExists), errors.Is(err, ErrFileNotFound), errors.Is(err, ErrSessionFull):
+	case err == nil, errors.As(err, &fe), errors.As(err, &pe), errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrFileExists), errors.Is(err, ErrFileNotFound), errors.Is(err, ErrSessionFull):
 		return err
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
 		return ErrSessionFull
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ELOOP), isEscape(err):
-		return fmt.Errorf("%s: %w", abs, ErrFileNotFound)
+	case isEscape(err):
+		return &PathError{Field: FieldPath, Path: shown, Err: ErrLeadsOut}
+	case errors.Is(err, unix.ENAMETOOLONG):
+		return &PathError{Field: FieldPath, Path: shown, Err: ErrNameTooLong}
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ELOOP):
+		return fmt.Errorf("%s: %w", shown, ErrFileNotFound)
 	case errors.Is(err, fs.ErrExist), errors.Is(err, unix.ENOTEMPTY):
-		return fmt.Errorf("%s: %w", abs, ErrFileExists)
+		return fmt.Errorf("%s: %w", shown, ErrFileExists)
 	case errors.Is(err, unix.ENOTDIR):
-		return fieldErr(FieldPath, "%s: a part of it is not a directory", abs)
+		return fieldErr(FieldPath, "%s: a part of it is not a directory", shown)
 	case errors.Is(err, unix.EISDIR):
-		return fieldErr(FieldPath, "%s is a directory", abs)
+		return fieldErr(FieldPath, "%s is a directory", shown)
 	case errors.Is(err, unix.EINVAL):
-		return fieldErr(FieldPath, "%s: %v", abs, err)
+		return fieldErr(FieldPath, "%s: %v", shown, err)
 	case errors.Is(err, fs.ErrPermission):
-		return fieldErr(FieldPath, "%s: permission denied (the sandbox changed its mode)", abs)
+		return fieldErr(FieldPath, "%s: permission denied (the sandbox changed its mode)", shown)
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return fieldErr(FieldPath, "%s is held by a lease of a process in the sandbox: try again once it lets go", shown)
 	}
 	return err
 }
@@ -83,7 +92,7 @@ func isEscape(err error) bool {
 func (r *Runner) ReadSessionPath(ctx context.Context, id, caller, p string, limit int64) ([]byte, error) {
 	var data []byte
 	err := r.sessionOp(ctx, id, caller, p, func(_ *sessionFiles, root *os.Root, sp sandboxPath) error {
-		f, err := openRegular(root, sp, os.O_RDONLY)
+		f, err := openRegular(root, FieldPath, sp.rel, sp.abs, os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -92,30 +101,11 @@ func (r *Runner) ReadSessionPath(ctx context.Context, id, caller, p string, limi
 			return fmt.Errorf("reading %s: %w", sp.abs, err)
 		}
 		if int64(len(data)) > limit {
-			return fieldErr(FieldPath, "%s is larger than %d bytes, the most that can be read at once", sp.abs, limit)
+			return fieldErr(FieldPath, "%s is larger than %d bytes, the most that can be read at once", cutPath(sp.abs), limit)
 		}
 		return nil
 	})
 	return data, err
-}
-
-// openRegular opens the file at sp for flag, and refuses it unless it is
-// a regular file once open (a FIFO is opened without blocking, and never
-// read or written).
-func openRegular(root *os.Root, sp sandboxPath, flag int) (*os.File, error) {
-	f, err := root.OpenFile(sp.rel, flag|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err == nil && !st.Mode().IsRegular() {
-		err = fieldErr(FieldPath, "%s is not a regular file (%s)", sp.abs, typeOf(st.Mode()))
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // WriteSessionPath writes what data holds to the file at p in session id
@@ -131,10 +121,12 @@ func (r *Runner) WriteSessionPath(ctx context.Context, id, caller, p string, dat
 			return err
 		}
 		created := true
-		f, err := root.OpenFile(sp.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		// O_EXCL opens nothing that is there; what is there is opened
+		// without waiting on it, and written only if a regular file.
+		f, err := root.OpenFile(sp.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NONBLOCK, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			created = false
-			f, err = openRegular(root, sp, os.O_WRONLY)
+			f, err = openRegular(root, FieldPath, sp.rel, sp.abs, os.O_WRONLY, 0)
 		}
 		if err != nil {
 			return err

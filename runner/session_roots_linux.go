@@ -111,8 +111,11 @@ type sandboxPath struct {
 // read it: "/tmp/a/../b" is /tmp/b, "/tmp/.." is / and refused. What it
 // names is found later, inside its root only.
 func parseSandboxPath(field, p string) (sandboxPath, error) {
+	if len(p) > maxPathBytes {
+		return sandboxPath{}, &PathError{Field: field, Path: cutPath(p), Err: ErrNameTooLong}
+	}
 	if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
-		return sandboxPath{}, fieldErr(field, "%q must be an absolute path under /workspace, /tmp or %s", p, SessionHome)
+		return sandboxPath{}, fieldErr(field, "%q must be an absolute path under /workspace, /tmp or %s", cutPath(p), SessionHome)
 	}
 	clean := path.Clean(p)
 	for i, r := range sessionRoots {
@@ -123,7 +126,7 @@ func parseSandboxPath(field, p string) (sandboxPath, error) {
 			return sandboxPath{abs: clean, rel: rest, root: i}, nil
 		}
 	}
-	return sandboxPath{}, fieldErr(field, "%q is not under /workspace, /tmp or %s, the directories of a session that can be read and written", p, SessionHome)
+	return sandboxPath{}, fieldErr(field, "%q is not under /workspace, /tmp or %s, the directories of a session that can be read and written", cutPath(p), SessionHome)
 }
 
 // sessionFiles is a session opened for its files.
@@ -168,7 +171,7 @@ func (sf *sessionFiles) Close() error { return sf.files.Close() }
 // can replace its home (a directory, not a mount point) by a symlink, and
 // that one leads nowhere but into the tmpfs.
 func (sf *sessionFiles) root(p sandboxPath) (*os.Root, error) {
-	root, err := sf.files.OpenRoot(sessionRoots[p.root].dir)
+	root, err := openDirRoot(sf.files, sessionRoots[p.root].dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", sessionRoots[p.root].sandbox, err)
 	}

@@ -6,10 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 
 	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/oci"
 	"golang.org/x/sys/unix"
 )
 
@@ -144,22 +146,33 @@ func writeFiles(dst string, files map[string][]byte, uid, gid uint32) error {
 	return writeFilesRoot(root, files, uid, gid)
 }
 
-// writeFilesRoot is writeFiles into root.
+// writeFilesRoot is writeFiles into root. A session's workspace holds
+// what its sandbox made: a name is written only if it is a regular file
+// or nothing, and opened without waiting on what is there (openRegular).
 func writeFilesRoot(root *os.Root, files map[string][]byte, uid, gid uint32) error {
 	for name, data := range files {
+		abs := path.Join(oci.Workspace, name)
 		if dir := filepath.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("writing files: %s: %w", name, err)
+				return fmt.Errorf("writing files: %w", fsError(abs, err))
 			}
 			for d := dir; d != "."; d = filepath.Dir(d) {
 				_ = root.Lchown(d, int(uid), int(gid))
 			}
 		}
-		if err := root.WriteFile(name, data, 0o644); err != nil {
-			return fmt.Errorf("writing files: %s: %w", name, err)
+		f, err := openRegular(root, FieldFiles, name, abs, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("writing files: %w", fsError(abs, err))
 		}
-		if err := root.Lchown(name, int(uid), int(gid)); err != nil {
-			return err
+		err = f.Truncate(0)
+		if err == nil {
+			_, err = f.Write(data)
+		}
+		if err == nil {
+			err = f.Chown(int(uid), int(gid))
+		}
+		if err := errors.Join(err, f.Close()); err != nil {
+			return fmt.Errorf("writing files: %w", fsError(abs, err))
 		}
 	}
 	return nil

@@ -438,11 +438,14 @@ func apiError(err error) *APIError {
 	var ae *APIError
 	var fe *runner.FieldError
 	var ie *runner.ImageError
+	var pe *runner.PathError
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &fe):
 		return &APIError{Field: fe.Field, Message: fe.Text(nil)}
+	case errors.As(err, &pe):
+		return &APIError{Field: pe.Field, Message: pe.Error()}
 	case errors.As(err, &ie):
 		return &APIError{Field: ie.Field(), Message: ie.Error()}
 	}

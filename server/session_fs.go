@@ -61,7 +61,13 @@ func fsPath(r *http.Request) (string, error) {
 
 // fsStatus is the HTTP status of a failed file operation.
 func fsStatus(err error) int {
+	var pe *runner.PathError
 	switch {
+	case errors.As(err, &pe) && errors.Is(err, runner.ErrLeadsOut):
+		return http.StatusNotFound
+	case errors.As(err, &pe):
+		// Not a regular file, too long: the request's path is at fault.
+		return http.StatusBadRequest
 	case errors.Is(err, runner.ErrFileExists):
 		return http.StatusConflict
 	case errors.Is(err, runner.ErrSessionFull):
