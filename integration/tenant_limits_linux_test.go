@@ -211,7 +211,7 @@ func TestLimitsWatchFlood(t *testing.T) {
 					defer st.Close()
 					held++
 					if held > runner.DefaultWatchesPerCaller {
-						t.Fatalf("watch %d of one key was not refused: it holds %d, past max-watches-per-caller %d", i+1, held, runner.DefaultWatchesPerCaller)
+						t.Fatalf("one key's watch %d (flood %d) was not refused: past max-watches-per-caller %d", held, i+1, runner.DefaultWatchesPerCaller)
 					}
 					continue
 				}
