@@ -423,7 +423,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 	var bf *badField
 	var fe *runner.FieldError
-	var le *runner.SessionLimitError
+	var le *runner.LimitError
 	switch {
 	case errors.As(err, &bf):
 		writeError(w, http.StatusBadRequest, bf.Error())
@@ -432,7 +432,7 @@ func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, e2bField(fe.Field)+": "+fe.Message)
 	case errors.As(err, &le):
-		writeError(w, http.StatusTooManyRequests, le.Error())
+		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, runner.ErrSessionPaused):
 		writeError(w, http.StatusConflict, err.Error())
 	default:

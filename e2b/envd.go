@@ -143,6 +143,7 @@ func rpcError(err error) error {
 	var ce *connect.Error
 	var fe *runner.FieldError
 	var ended *runner.SessionEndedError
+	var limit *runner.LimitError
 	switch {
 	case errors.As(err, &ce):
 		return err
@@ -154,7 +155,7 @@ func rpcError(err error) error {
 		return connect.NewError(connect.CodeNotFound, err)
 	case errors.Is(err, runner.ErrFileExists):
 		return connect.NewError(connect.CodeAlreadyExists, err)
-	case errors.Is(err, runner.ErrSessionFull):
+	case errors.Is(err, runner.ErrSessionFull), errors.As(err, &limit):
 		return connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.As(err, &fe):
 		if fe.Forbidden {

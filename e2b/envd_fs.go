@@ -225,6 +225,12 @@ func (f *filesystemService) WatchDir(ctx context.Context, req *connect.Request[p
 	if err := watchOptions(req.Msg.GetAllowNetworkMounts()); err != nil {
 		return err
 	}
+	// A stream of the caller's as well as a watch.
+	done, err := f.s.runner.HoldStream(sb.Caller)
+	if err != nil {
+		return rpcError(err)
+	}
+	defer done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := f.s.runner.WatchSessionDir(ctx, sb.ID, sb.Caller, p, req.Msg.GetRecursive())

@@ -46,6 +46,13 @@ func (p *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 	if err != nil {
 		return err
 	}
+	// The stream is the caller's from before its process starts: one
+	// refused starts nothing.
+	done, err := p.s.runner.HoldStream(sb.Caller)
+	if err != nil {
+		return rpcError(err)
+	}
+	defer done()
 	info, err := p.s.runner.StartProcess(ctx, sb.ID, sb.Caller, preq)
 	if err != nil {
 		return rpcError(err)
@@ -192,6 +199,11 @@ func (p *processService) Connect(ctx context.Context, req *connect.Request[pb.Co
 	if err != nil {
 		return err
 	}
+	done, err := p.s.runner.HoldStream(sb.Caller)
+	if err != nil {
+		return rpcError(err)
+	}
+	defer done()
 	send := func(ev *pb.ProcessEvent) error { return stream.Send(&pb.ConnectResponse{Event: ev}) }
 	return p.follow(ctx, sb, info, keepaliveEvery(req.Header().Get(keepaliveHeader)), send)
 }

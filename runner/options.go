@@ -57,6 +57,9 @@ type Options struct {
 	// prefix it is given) and 16 hex digits, optionally followed by a dash
 	// and 20 more (a fleet's ID, naming its node; see the fleet package).
 	SessionID func(prefix string) string
+	// Ceilings cap what one caller holds on the host at once (watches,
+	// streams, processes) and the watches of all callers.
+	Ceilings Ceilings
 }
 
 // EgressOptions are the operator's settings of network egress.

@@ -74,6 +74,15 @@ type Runner struct {
 	// sessionID makes new sessions' IDs (Options.SessionID).
 	sessionID func(prefix string) string
 	cleanups  sync.WaitGroup
+	// ceilings and held: what each caller may hold and holds
+	// (tenant_linux.go); watches caps all callers' watches.
+	ceilings Ceilings
+	held     tally
+	watches  int
+	// roomMu orders the checks of room for new sessions; making are the
+	// sessions being made meanwhile, by ID, with their callers.
+	roomMu sync.Mutex
+	making map[string]string
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
@@ -114,6 +123,9 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		keeper:         o.Keeper,
 		inject:         o.Inject,
 		sessionID:      o.SessionID,
+		ceilings:       o.Ceilings,
+		watches:        o.Ceilings.serverWatches(inotifyInstances()),
+		making:         map[string]string{},
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
 		client.Close()

@@ -61,6 +61,9 @@ type SessionMaxima struct {
 	Idle, Lifetime time.Duration
 	// Sessions caps the sessions alive at once; 0 is DefaultMaxSessions.
 	Sessions int
+	// PerCaller caps the sessions one caller holds at once; 0 is a
+	// quarter of Sessions, at least 1 (PerCallerSessions).
+	PerCaller int
 }
 
 // Session describes a live session.

@@ -76,6 +76,20 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 	if err != nil {
 		return res, err
 	}
+	// A call in flight is a process of its caller's, and its output, when
+	// streamed, a stream: counted while it waits and runs.
+	release, err := r.holdProcess(ctx, caller, false)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	if call.Stdout != nil {
+		release, err := r.HoldStream(caller)
+		if err != nil {
+			return res, err
+		}
+		defer release()
+	}
 	req := s.rec.Request
 	res.Runtime, res.Image = req.Runtime, req.image()
 	if call, err = call.normalize(req, max); err != nil {

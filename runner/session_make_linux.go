@@ -21,7 +21,6 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -194,9 +193,12 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	if err != nil {
 		return Session{}, err
 	}
-	if err := r.sessionRoom(ctx, or(smax.Sessions, DefaultMaxSessions)); err != nil {
+	id := r.newSessionID()
+	release, err := r.sessionRoom(ctx, smax, sr.Caller, id, 1)
+	if err != nil {
 		return Session{}, err
 	}
+	defer release()
 	if req.egress() && len(r.keeper) == 0 {
 		return Session{}, fieldErr(FieldAllowHosts, "needs the session's keeper to serve its network, which this boxer cannot start: use the boxer binary")
 	}
@@ -214,7 +216,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		return Session{}, err
 	}
 	now := time.Now()
-	sb := r.newSandbox(r.newSessionID(), req, false)
+	sb := r.newSandbox(id, req, false)
 	// normalize capped lifetime at the maximum: the backstop is after the
 	// deadline.
 	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime))
@@ -262,33 +264,6 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		}
 	}
 	return sessionInfo(sb.id, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, nil, now), nil
-}
-
-// sessionRoom refuses a new session when max live already.
-func (r *Runner) sessionRoom(ctx context.Context, max int) error {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
-	if err != nil {
-		return fmt.Errorf("listing sessions: %w", err)
-	}
-	live := 0
-	for _, c := range cs {
-		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
-		if err != nil {
-			continue
-		}
-		// One being made counts: it will be a session. A ready one is no
-		// caller's yet: its claim is counted as a session made.
-		if info.Labels[reaper.LabelSessionReady] != "" {
-			continue
-		}
-		if reason, _ := r.expire(ctx, c, info, true); reason == "" {
-			live++
-		}
-	}
-	if live >= max {
-		return &SessionLimitError{Max: max}
-	}
-	return nil
 }
 
 // openSession delivers the session's support files and record, starts its

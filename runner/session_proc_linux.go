@@ -150,13 +150,20 @@ func lastLine(file string) string {
 }
 
 // StartProcess starts a command in session id of caller ("" for any) and
-// returns it once it runs; AttachProcess follows its output.
+// returns it once it runs; AttachProcess follows its output. Past the
+// caller's ceiling on processes it is refused with a LimitError.
 func (r *Runner) StartProcess(ctx context.Context, id, caller string, req ProcessRequest) (ProcessInfo, error) {
 	if err := req.check(); err != nil {
 		return ProcessInfo{}, err
 	}
 	var info ProcessInfo
 	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		// Counted until its keeper counts it.
+		release, err := r.holdProcess(ctx, caller, true)
+		if err != nil {
+			return err
+		}
+		defer release()
 		return kc.call(ctx, "POST", "/processes", nil, jsonBody(req), &info)
 	})
 	return info, err
@@ -200,7 +207,9 @@ func (r *Runner) ResizeProcess(ctx context.Context, id, caller, ref string, size
 
 // AttachProcess follows process ref's output from offset from (0: all
 // that its ring still holds), calling fn with each event until the
-// process's end (the last event has End) or ctx's.
+// process's end (the last event has End) or ctx's. A caller's stream
+// of it is held by its adapter (HoldStream), from before the process
+// starts for a stream that starts it.
 func (r *Runner) AttachProcess(ctx context.Context, id, caller, ref string, from int64, fn func(ProcessEvent) error) error {
 	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
 		resp, err := kc.do(ctx, "GET", "/processes/"+url.PathEscape(ref)+"/output", url.Values{"from": {strconv.FormatInt(from, 10)}}, nil)

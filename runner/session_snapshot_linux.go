@@ -264,11 +264,11 @@ func (r *Runner) ForkSession(ctx context.Context, id, caller string, n int, held
 	if err := r.checkpointable(ctx, s); err != nil {
 		return nil, err
 	}
-	for range n {
-		if err := r.sessionRoom(ctx, or(smax.Sessions, DefaultMaxSessions)); err != nil {
-			return nil, err
-		}
+	release, err := r.sessionRoom(ctx, smax, caller, "", n)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	forks, img, err := r.prepareForks(ctx, s, n, held)
 	if img != "" && img != r.checkpointDir(id) {
 		// Taken for this fork: once restored, it is not needed.

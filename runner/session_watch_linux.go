@@ -58,8 +58,10 @@ type dirWatch struct {
 // WatchSessionDir watches the directory p of session id of caller (and,
 // recursive, the directories under it, those made later too) and
 // returns its events until ctx ends or the session does. It returns once
-// the directory is watched: what changes after that is told.
-func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recursive bool) (*SessionWatch, error) {
+// the directory is watched: what changes after that is told. Each watch
+// is an inotify instance of the host's root: past the caller's ceiling,
+// or the server's, it is refused with a LimitError.
+func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recursive bool) (_ *SessionWatch, retErr error) {
 	sp, err := parseSandboxPath(FieldPath, p)
 	if err != nil {
 		return nil, err
@@ -69,6 +71,15 @@ func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recu
 		return nil, err
 	}
 	defer sf.Close()
+	release, err := r.holdWatch(caller)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			release()
+		}
+	}()
 	root, err := sf.root(sp)
 	if err != nil {
 		return nil, err
@@ -88,6 +99,7 @@ func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recu
 	go func() {
 		sw.err = dw.run(ctx, r, id, caller, events)
 		dw.close()
+		release()
 		close(sw.done)
 		close(events)
 	}()

@@ -17,9 +17,13 @@ import (
 // key that is absent is absent from the map.
 func answerFields(t *testing.T, body []byte) map[string]string {
 	t.Helper()
-	var m map[string]string
-	if err := json.Unmarshal(body, &m); err != nil {
+	var raw map[string]any
+	if err := json.Unmarshal(body, &raw); err != nil {
 		t.Fatalf("answer %q: %v", body, err)
+	}
+	m := map[string]string{}
+	for k, v := range raw {
+		m[k] = fmt.Sprint(v)
 	}
 	return m
 }
@@ -40,6 +44,8 @@ func TestSessionErrorAnswers(t *testing.T) {
 		{"session ended", &runner.SessionEndedError{ID: "bxs-0123456789abcdef", Reason: "idle"}, false, http.StatusNotFound, "id"},
 		{"no such file", runner.ErrFileNotFound, false, http.StatusNotFound, "path"},
 		{"session cap", &runner.SessionLimitError{Max: 2}, true, http.StatusTooManyRequests, ""},
+		{"caller's ceiling", &runner.LimitError{Limit: "max-sessions-per-caller", Max: 2, What: "sessions"}, true, http.StatusTooManyRequests, ""},
+		{"caller's streams", &runner.LimitError{Limit: "max-streams-per-caller", Max: 32, What: "streams"}, false, http.StatusTooManyRequests, ""},
 		{"server fault", errors.New("writing .boxer-session.py: open /run/boxer/runs/bxs-0123456789abcdef/code/.boxer-session.py: no such file or directory"), true, http.StatusInternalServerError, ""},
 		{"server fault of a call", fmt.Errorf("reading session bxs-0123456789abcdef: %w", errors.New("unexpected end of JSON input")), false, http.StatusInternalServerError, ""},
 		{"host fault", &fault.Error{What: "containerd is not answering", Do: "check 'boxer doctor'"}, true, http.StatusServiceUnavailable, ""},
@@ -67,6 +73,10 @@ func TestSessionErrorAnswers(t *testing.T) {
 			}
 			if m["error"] == "" || strings.HasPrefix(m["error"], "body ") {
 				t.Errorf("answer %s: error = %q, want the message alone", rec.Body, m["error"])
+			}
+			var le *runner.LimitError
+			if errors.As(tc.err, &le) && (m["limit"] != le.Limit || m["max"] != fmt.Sprint(le.Max)) {
+				t.Errorf("answer %s: limit %q max %q, want %s %d", rec.Body, m["limit"], m["max"], le.Limit, le.Max)
 			}
 		})
 	}

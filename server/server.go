@@ -249,6 +249,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if stream != nil {
+		// A stream of the caller's while it runs: past its ceiling, 429.
+		done, err := s.runner.HoldStream(owner(r))
+		if err != nil {
+			w.Header().Set("Retry-After", "10")
+			s.reject(w, r, http.StatusTooManyRequests, err, &rr)
+			return
+		}
+		defer done()
+	}
 
 	ctx, done := s.runContext(r)
 	defer done()
@@ -414,6 +424,9 @@ func langLabel(lang string) string {
 type APIError struct {
 	Field   string `json:"field,omitempty"`
 	Message string `json:"error"`
+	// Limit and Max name the ceiling a 429 met, and its value.
+	Limit string `json:"limit,omitempty"`
+	Max   int    `json:"max,omitempty"`
 }
 
 func (e *APIError) Error() string {
@@ -457,6 +470,10 @@ func apiError(err error) *APIError {
 // is a full queue or session cap (429), nor a client gone (499).
 func errorAnswer(code int, err error) *APIError {
 	ae := apiError(err)
+	var le *runner.LimitError
+	if code == http.StatusTooManyRequests && errors.As(err, &le) {
+		return &APIError{Message: ae.Message, Limit: le.Limit, Max: le.Max}
+	}
 	if code >= 500 || code == http.StatusTooManyRequests || code == 499 {
 		return &APIError{Message: ae.Message}
 	}

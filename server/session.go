@@ -146,7 +146,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool 
 
 // sessionStatus is the HTTP status of a session operation's error.
 func sessionStatus(err error) int {
-	var limit *runner.SessionLimitError
+	var limit *runner.LimitError
 	switch {
 	case errors.Is(err, runner.ErrSessionNotFound), errors.Is(err, runner.ErrFileNotFound):
 		return http.StatusNotFound
@@ -264,6 +264,9 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 	case code == 499:
 		return
 	case err != nil && (stream == nil || !stream.started()):
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "10")
+		}
 		s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
 		writeJSON(w, code, sessionAPIError(code, err))
 		return
@@ -319,6 +322,9 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 // answerSessionError answers a failed session operation and logs it.
 func (s *Server) answerSessionError(w http.ResponseWriter, r *http.Request, id string, err error) {
 	code := sessionStatus(err)
+	if code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "10")
+	}
 	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
 	s.audit.write(s.sessionEntry(r, "session_files", id, code, err.Error()))
 	writeJSON(w, code, sessionAPIError(code, err))

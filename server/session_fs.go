@@ -79,6 +79,9 @@ func fsStatus(err error) int {
 // answerFSError answers a failed file operation and logs it.
 func (s *Server) answerFSError(w http.ResponseWriter, r *http.Request, id string, err error) {
 	code := fsStatus(err)
+	if code == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "10")
+	}
 	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
 	s.audit.write(s.sessionEntry(r, "session_files", id, code, err.Error()))
 	ae := sessionAPIError(code, err)
@@ -263,6 +266,12 @@ func (s *Server) handleFSWatch(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 		}
 	}()
+	done, err := s.runner.HoldStream(owner(r))
+	if err != nil {
+		s.answerFSError(w, r, id, err)
+		return
+	}
+	defer done()
 	watch, err := s.runner.WatchSessionDir(ctx, id, owner(r), p, recursive)
 	if err != nil {
 		s.answerFSError(w, r, id, err)

@@ -54,8 +54,14 @@ func (s *Server) handleProcessOutput(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	done, err := s.runner.HoldStream(owner(r))
+	if err != nil {
+		s.answerProcessError(w, r, id, err)
+		return
+	}
+	defer done()
 	out := newNDJSONStream(w)
-	err := s.runner.AttachProcess(r.Context(), id, owner(r), ref, from, func(ev runner.ProcessEvent) error {
+	err = s.runner.AttachProcess(r.Context(), id, owner(r), ref, from, func(ev runner.ProcessEvent) error {
 		out.mu.Lock()
 		defer out.mu.Unlock()
 		out.line(ev)

@@ -58,8 +58,12 @@ capped by the --max-* flags (docs/http.md: boxer mcp).`,
 			if err != nil {
 				return err
 			}
+			ceilings, err := ceilingOptions(c)
+			if err != nil {
+				return err
+			}
 			// stdout carries the protocol: everything else goes to stderr.
-			r, err := connect(c, os.Stderr, true, set.options, shims)
+			r, err := connect(c, os.Stderr, true, set.options, shims, ceilings)
 			if err != nil {
 				return err
 			}
@@ -70,6 +74,10 @@ capped by the --max-* flags (docs/http.md: boxer mcp).`,
 			smax, err := sessionMaxima(c)
 			if err != nil {
 				return err
+			}
+			if smax.PerCaller == 0 {
+				// An MCP server serves one client: all its sessions.
+				smax.PerCaller = smax.Sessions
 			}
 			if err := startReady(c, r, max, smax, ""); err != nil {
 				return err

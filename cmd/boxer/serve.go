@@ -146,6 +146,11 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if max(1, len(cfg.Tokens))+len(e2bKeyList) == 1 && cfg.Sessions.PerCaller == 0 {
+		// One caller (no E2B keys, one token or none: anonymous): its
+		// fair share is every session.
+		cfg.Sessions.PerCaller = cfg.Sessions.Sessions
+	}
 	if e2bLn != nil {
 		defer e2bLn.Close()
 	}
@@ -169,7 +174,11 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := connect(c, os.Stderr, true, set.options, shims, fleetIDs(cfg.Fleet))
+	ceilings, err := ceilingOptions(c)
+	if err != nil {
+		return err
+	}
+	r, err := connect(c, os.Stderr, true, set.options, shims, ceilings, fleetIDs(cfg.Fleet))
 	if err != nil {
 		return err
 	}

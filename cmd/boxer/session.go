@@ -374,20 +374,44 @@ func oneArg(c *cli.Context, name string) (string, error) {
 	return c.Args().First(), nil
 }
 
-// operatorSessionFlags are serve's and mcp's caps on sessions.
+// operatorSessionFlags are serve's and mcp's caps on sessions, and on
+// what one caller holds at once.
 func operatorSessionFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "max-sessions", Value: runner.DefaultMaxSessions, Usage: "sessions alive at once (429 beyond)"},
+		&cli.IntFlag{Name: "max-sessions-per-caller", Usage: "sessions one caller holds at once (429 beyond; 0: a quarter of --max-sessions, at least 1)"},
 		&cli.DurationFlag{Name: "max-session-idle", Value: time.Hour, Usage: "largest idle_timeout a session may ask"},
 		&cli.DurationFlag{Name: "max-session-lifetime", Value: 24 * time.Hour, Usage: "largest lifetime a session may ask"},
+		&cli.IntFlag{Name: "max-watches-per-caller", Value: runner.DefaultWatchesPerCaller, Usage: "directory watches one caller holds at once (429 beyond)"},
+		&cli.IntFlag{Name: "max-watches", Usage: "directory watches of all callers at once (429 beyond; 0 and at most: half of fs.inotify.max_user_instances)"},
+		&cli.IntFlag{Name: "max-streams-per-caller", Value: runner.DefaultStreamsPerCaller, Usage: "streams one caller holds open at once: run, exec and process output, watches (429 beyond)"},
+		&cli.IntFlag{Name: "max-processes-per-caller", Value: runner.DefaultProcessesPerCaller, Usage: "background processes running and calls in flight of one caller (429 beyond)"},
 	}
 }
 
-// sessionMaxima reads operatorSessionFlags.
+// sessionMaxima reads operatorSessionFlags' caps on sessions.
 func sessionMaxima(c *cli.Context) (runner.SessionMaxima, error) {
-	m := runner.SessionMaxima{Idle: c.Duration("max-session-idle"), Lifetime: c.Duration("max-session-lifetime"), Sessions: c.Int("max-sessions")}
+	m := runner.SessionMaxima{Idle: c.Duration("max-session-idle"), Lifetime: c.Duration("max-session-lifetime"), Sessions: c.Int("max-sessions"), PerCaller: c.Int("max-sessions-per-caller")}
 	if m.Sessions < 1 || m.Idle < time.Second || m.Lifetime < time.Second {
 		return m, fail("--max-sessions must be at least 1, --max-session-idle and --max-session-lifetime at least 1s")
 	}
+	if m.PerCaller < 0 {
+		return m, fail("--max-sessions-per-caller must be 0 (a quarter of --max-sessions) or more, not %d", m.PerCaller)
+	}
 	return m, nil
+}
+
+// ceilingOptions reads operatorSessionFlags' caps on what one caller
+// holds, for the runner.
+func ceilingOptions(c *cli.Context) (func(*runner.Options), error) {
+	cl := runner.Ceilings{
+		WatchesPerCaller:   c.Int("max-watches-per-caller"),
+		Watches:            c.Int("max-watches"),
+		StreamsPerCaller:   c.Int("max-streams-per-caller"),
+		ProcessesPerCaller: c.Int("max-processes-per-caller"),
+	}
+	if cl.WatchesPerCaller < 1 || cl.StreamsPerCaller < 1 || cl.ProcessesPerCaller < 1 || cl.Watches < 0 {
+		return nil, fail("--max-watches-per-caller, --max-streams-per-caller and --max-processes-per-caller must be at least 1, --max-watches 0 (half of the kernel's inotify instances) or more")
+	}
+	return func(o *runner.Options) { o.Ceilings = cl }, nil
 }
