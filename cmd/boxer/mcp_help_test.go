@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/boxer-dev/boxer/runner"
@@ -54,6 +58,24 @@ func TestHelpNamesEveryMCPTool(t *testing.T) {
 			if !slices.Contains(named, tool) {
 				t.Errorf("%s does not name the MCP tool %s (it names %v; the server has %v)", help.name, tool, named, want)
 			}
+		}
+	}
+}
+
+// TestCreateSessionInputsDocumented: docs/http.md's create_session section
+// names every input of the tool.
+func TestCreateSessionInputsDocumented(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "docs", "http.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(text), "\n### create_session and close_session\n")
+	section, _, _ = strings.Cut(section, "\n#")
+	typ := reflect.TypeOf(server.CreateSessionInput{})
+	for i := 0; i < typ.NumField(); i++ {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(section, "`"+name+"`") {
+			t.Errorf("docs/http.md's create_session section does not name its input %s", name)
 		}
 	}
 }
