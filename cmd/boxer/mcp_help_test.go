@@ -1,3 +1,5 @@
+//go:build !boxer_cli
+
 package main
 
 import (
