@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -21,10 +22,16 @@ func TestSessionPortEndsWithSession(t *testing.T) {
 			cmd.Env = testEnv
 			var errb strings.Builder
 			cmd.Stderr = &errb
-			out, err := cmd.StdoutPipe()
+			// A pipe of the test's own: Wait, which runs from the start,
+			// does not close it under the reader.
+			out, w, err := os.Pipe()
 			must(t, err)
+			defer out.Close()
+			cmd.Stdout = w
 			must(t, cmd.Start())
+			w.Close()
 			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
 			t.Cleanup(func() {
 				select {
 				case <-exited:
@@ -35,10 +42,10 @@ func TestSessionPortEndsWithSession(t *testing.T) {
 			})
 			line, err := bufio.NewReader(out).ReadString('\n')
 			if err != nil {
+				<-exited
 				t.Fatalf("session port: %v %s", err, errb.String())
 			}
 			addr := strings.TrimSpace(line)
-			go func() { exited <- cmd.Wait() }()
 
 			if r := boxer(t, nil, "session", "rm", id); r.code != 0 {
 				t.Fatalf("session rm: %d %s", r.code, r.stderr)
