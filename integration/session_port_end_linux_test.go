@@ -31,18 +31,19 @@ func TestSessionPortEndsWithSession(t *testing.T) {
 			must(t, cmd.Start())
 			w.Close()
 			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
+			done := make(chan struct{})
+			go func() { exited <- cmd.Wait(); close(done) }()
 			t.Cleanup(func() {
 				select {
-				case <-exited:
+				case <-done:
 				default:
 					_ = cmd.Process.Signal(syscall.SIGKILL)
-					<-exited
+					<-done
 				}
 			})
 			line, err := bufio.NewReader(out).ReadString('\n')
 			if err != nil {
-				<-exited
+				<-done
 				t.Fatalf("session port: %v %s", err, errb.String())
 			}
 			addr := strings.TrimSpace(line)
