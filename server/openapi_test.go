@@ -210,3 +210,65 @@ func TestSchemasListWhatTheRunnerAccepts(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPIDeclaresEveryStatus: each operation declares every status the
+// server can answer it with, so that a client generated from the document
+// knows them: 401 everywhere (with --token-file); on a session, 404 (none,
+// or another caller's), 410 (its node left the fleet), 500 and 503 (the
+// session answers of sessionStatus); 400 and 413 (--max-body) where a body
+// is read; 409 where a paused session is refused (its files, processes,
+// calls and ports); 429 where a limit of the server's or the caller's can
+// be reached; 400, 404, 409 and 422 on every file operation.
+func TestOpenAPIDeclaresEveryStatus(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	limited := []string{
+		"post /v1/runs", "post /v1/sessions", "post /v1/sessions/{id}/fork", "post /v1/sessions/{id}/runs",
+		"post /v1/sessions/{id}/processes", "get /v1/sessions/{id}/processes/{ref}/output", "get /v1/sessions/{id}/fs/watch",
+	}
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			var op struct {
+				RequestBody json.RawMessage            `json:"requestBody"`
+				Responses   map[string]json.RawMessage `json:"responses"`
+			}
+			if json.Unmarshal(raw, &op) != nil || op.Responses == nil {
+				continue // the path's parameters, summary
+			}
+			want := []string{"401"}
+			session := strings.HasPrefix(path, "/v1/sessions/{id}")
+			files := strings.Contains(path, "/files/") || strings.Contains(path, "/fs/")
+			ports := strings.Contains(path, "/ports/")
+			if session {
+				want = append(want, "404", "410")
+				if !ports {
+					// A port's answer is the program's own, any status.
+					want = append(want, "500", "503")
+				}
+			}
+			if op.RequestBody != nil && !ports {
+				want = append(want, "400", "413")
+			}
+			for _, part := range []string{"/files/", "/fs/", "/processes", "/runs", "/ports/"} {
+				if session && strings.Contains(path, part) {
+					want = append(want, "409")
+				}
+			}
+			if slices.Contains(limited, method+" "+path) {
+				want = append(want, "429")
+			}
+			if files {
+				want = append(want, "400", "404", "409", "422")
+			}
+			for _, code := range want {
+				if _, ok := op.Responses[code]; !ok {
+					t.Errorf("%s %s does not declare %s", strings.ToUpper(method), path, code)
+				}
+			}
+		}
+	}
+}

@@ -334,6 +334,19 @@ func (s *Server) answerSessionError(w http.ResponseWriter, r *http.Request, id s
 // slash escaped (%2F), an absolute one anywhere the session's files are
 // (session_fs.go).
 
+// pathField names a files/{path} error's field path, the route's own
+// parameter, as a missing file's 404 does: the runner's relative-file
+// checks speak of a run's files.
+func pathField(err error) error {
+	var fe *runner.FieldError
+	if errors.As(err, &fe) && fe.Field == runner.FieldFiles {
+		c := *fe
+		c.Field = runner.FieldPath
+		return &c
+	}
+	return err
+}
+
 func (s *Server) handleSessionFileGet(w http.ResponseWriter, r *http.Request) {
 	id, rel := r.PathValue("id"), r.PathValue("path")
 	if strings.HasPrefix(rel, "/") {
@@ -346,7 +359,7 @@ func (s *Server) handleSessionFileGet(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := s.runner.ReadSessionFile(r.Context(), id, owner(r), rel, limit)
 	if err != nil {
-		s.answerSessionError(w, r, id, err)
+		s.answerSessionError(w, r, id, pathField(err))
 		return
 	}
 	// The bytes as they are: sniffed, a file the code wrote would be
@@ -376,7 +389,7 @@ func (s *Server) handleSessionFilePut(w http.ResponseWriter, r *http.Request) {
 		err = s.runner.WriteSessionFile(r.Context(), id, owner(r), rel, data)
 	}
 	if err != nil {
-		s.answerFSError(w, r, id, err)
+		s.answerFSError(w, r, id, pathField(err))
 		return
 	}
 	s.audit.write(s.sessionEntry(r, "session_files", id, http.StatusNoContent, ""))

@@ -80,7 +80,9 @@ a read-only root, and memory, CPU, process, disk and time limits. Four ways in:
   boxer session        a sandbox that lives across calls, its state and files kept
   boxer serve          the same over HTTP: runs (POST /v1/runs) and sessions (/v1/sessions)
   boxer mcp            the same as MCP tools on stdio: run_code, list_languages,
-                       create_session, close_session
+                       create_session, close_session, exec_command,
+                       list_processes, kill_process, read_file, write_file,
+                       list_files
 
 boxer must run as root. First 'sudo boxer setup' (containerd and the images),
 then 'sudo boxer run --lang python -c "print(1)"'. 'boxer doctor' checks the host.

@@ -147,6 +147,11 @@ func TestUsageMessagesPastRoot(t *testing.T) {
 		{"session create with a word", []string{"session", "create", "fast"}, "session create takes no arguments, only flags"},
 		{"flags after FILE", []string{"image", "import", "/nonexistent/image.tar", "--name", "x/y:1"}, "image import: /nonexistent/image.tar is not a readable file"},
 		{"flags after ID", []string{"session", "run", "bxs-0", "--timeout", "5"}, "--timeout 5: give a unit"},
+		{"language as a command", []string{"run", "python", "-c", "print(1)"}, "python is not a command here: name the language with --lang, e.g. boxer run --lang python -c 'print(1)'"},
+		{"interpreter as a command", []string{"run", "node", "x.js"}, "node is not a command here: name the language with --lang, e.g. boxer run --lang javascript -c CODE"},
+		{"code as an argument", []string{"run", "--lang", "python", "print(1)"}, "with --lang the program is code, not an argument: give it with -c, -f FILE or on stdin, e.g. boxer run --lang python -c 'print(1)'"},
+		{"lifetime past the cap", []string{"session", "create", "--lang", "python", "--lifetime", "48h"}, "--lifetime 48h is longer than a session may live (24h): give at most --lifetime 24h"},
+		{"cp of a file not there", []string{"session", "cp", "nosuch.csv", "bxs-0123456789abcdef:x.csv"}, "nosuch.csv: no such file or directory on this host: SRC is the host file or directory to copy into the session"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +188,20 @@ func TestServeFailsFastOnBusyPort(t *testing.T) {
 	if _, err := os.Stat(audit); err != nil {
 		t.Errorf("audit log: %v", err)
 	}
+}
+
+// TestSessionPortBusy: 'session port --listen' on a port in use says so
+// before boxer reaches containerd, with a free one to pick.
+func TestSessionPortBusy(t *testing.T) {
+	needRoot(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	r := boxer(t, "session", "port", "--listen", busy, "bxs-0123456789abcdef", "8000")
+	wantLine(t, r, "--listen "+busy+": address is in use: pick another, e.g. --listen 127.0.0.1:")
 }
 
 // TestNonRoot runs boxer as nobody: every command says it must run as

@@ -17,12 +17,15 @@ import (
 func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
-		Usage: "speak the Model Context Protocol on stdio: tools run_code, list_languages, create_session and close_session",
+		Usage: "speak the Model Context Protocol on stdio: tools that run code, and make and use sessions",
 		Description: `For an MCP host (an agent): run_code runs code in a fresh sandbox, or in a
 session when given its session_id; create_session makes a session (state and
-files kept across run_code calls), close_session ends it; list_languages
-lists the presets. A client's sessions end when it disconnects. Calls are
-capped by the --max-* flags (docs/http.md: boxer mcp).`,
+files kept across run_code calls), close_session ends it; exec_command runs a
+shell command in a session (or starts it in the background), list_processes
+and kill_process see and signal them; read_file, write_file and list_files
+reach its /workspace, /tmp and /home/user; list_languages lists the presets.
+A client's sessions end when it disconnects. Calls are capped by the --max-*
+flags (docs/http.md: boxer mcp).`,
 		OnUsageError: usageError,
 		// An agent calls its tools one at a time: one pre-created sandbox
 		// makes each call's wait a fraction of a cold start.

@@ -66,6 +66,9 @@ why). --json prints the result object instead of the output.
 }
 
 func runAction(c *cli.Context) error {
+	if err := programHint(c); err != nil {
+		return err
+	}
 	req, err := requestFromFlags(c)
 	if err != nil {
 		return requestError(err)
@@ -292,6 +295,45 @@ func codeFromFlags(c *cli.Context, fromStdin bool) ([]byte, error) {
 		return code, err
 	}
 	return nil, nil
+}
+
+// programHint says what to type when run's arguments are code or a
+// language, as a newcomer gives them: 'boxer run python -c CODE' or
+// 'boxer run --lang python CODE'. Arguments are a command only for --image.
+func programHint(c *cli.Context) error {
+	args := c.Args().Slice()
+	if len(args) == 0 || c.String("image") != "" {
+		return nil
+	}
+	if lang := c.String("lang"); lang != "" {
+		example := "print(1)"
+		if len(args) == 1 {
+			example = args[0]
+		}
+		return fail("with --lang the program is code, not an argument: give it with -c, -f FILE or on stdin, e.g. boxer run --lang %s -c %s", lang, shellQuote(example))
+	}
+	for _, p := range runner.Presets() {
+		if args[0] == p.Name || len(p.Command) > 0 && args[0] == p.Command[0] {
+			// run keeps its arguments' order (they may be an image's
+			// command): 'python -c CODE' arrives as three arguments.
+			code := "CODE"
+			if c.IsSet("code") {
+				code = shellQuote(c.String("code"))
+			} else if len(args) > 2 && args[1] == "-c" {
+				code = shellQuote(args[2])
+			}
+			return fail("%s is not a command here: name the language with --lang, e.g. boxer run --lang %s -c %s", args[0], p.Name, code)
+		}
+	}
+	return nil
+}
+
+// shellQuote writes s as one word of a shell command line.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // flagName is the run flag for a request field.

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -297,27 +296,6 @@ func listenOn(addr string) (net.Listener, error) {
 		return nil, fail("listening on %s: %v", addr, err)
 	}
 	return ln, nil
-}
-
-// freePortNear is addr with the first of the next few ports that can be
-// listened on now, or "".
-func freePortNear(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return ""
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p == 0 {
-		return ""
-	}
-	for next := p + 1; next <= p+20 && next < 65536; next++ {
-		try := net.JoinHostPort(host, strconv.Itoa(next))
-		if ln, err := net.Listen("tcp", try); err == nil {
-			ln.Close()
-			return try
-		}
-	}
-	return ""
 }
 
 // loopback reports whether addr listens on loopback only.

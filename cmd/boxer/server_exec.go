@@ -26,7 +26,7 @@ func serveCommand() *cli.Command {
 }
 
 func mcpCommand() *cli.Command {
-	return serverCommand("mcp", "speak the Model Context Protocol on stdio: tools run_code, list_languages, create_session and close_session")
+	return serverCommand("mcp", "speak the Model Context Protocol on stdio: tools that run code, and make and use sessions")
 }
 
 // serverCommand is a command that boxer-server runs: its flags, --help

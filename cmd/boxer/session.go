@@ -106,6 +106,11 @@ func sessionCreateCommand() *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
+			// On the CLI the cap is boxer's own, not a server's.
+			if l := c.Duration("lifetime"); l > runner.DefaultMaxSessionLifetime {
+				most := shortDuration(runner.DefaultMaxSessionLifetime)
+				return fail("--lifetime %s is longer than a session may live (%s): give at most --lifetime %s", shortDuration(l), most, most)
+			}
 			req, err := sandboxFromFlags(c)
 			if err != nil {
 				return requestError(err)
@@ -245,6 +250,11 @@ func sessionCpCommand() *cli.Command {
 			if srcIn == dstIn {
 				return fail("session cp needs exactly one of SRC and DST as ID:PATH, like bxs-0123456789abcdef:data.csv")
 			}
+			if dstIn {
+				if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
+					return fail("%s: no such file or directory on this host: SRC is the host file or directory to copy into the session", src)
+				}
+			}
 			r, err := connect(c, os.Stderr, true)
 			if err != nil {
 				return err
@@ -255,7 +265,7 @@ func sessionCpCommand() *cli.Command {
 				case errors.Is(err, runner.ErrSessionNotFound):
 					return fail("%v", sessionError(dstID, err))
 				case err != nil:
-					return requestError(err)
+					return cpError(err)
 				}
 				return nil
 			}
@@ -272,6 +282,28 @@ func sessionCpCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// shortDuration writes d as a flag takes it: 48h, not 48h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// cpError writes a copy's error in cp's own words: the host side is SRC,
+// not run's --copy-in.
+func cpError(err error) error {
+	var fe *runner.FieldError
+	if errors.As(err, &fe) && fe.Field == runner.FieldCopyIn {
+		return fail("SRC %s", fe.Text(flagName))
+	}
+	return requestError(err)
 }
 
 // sessionPath splits ID:PATH; in is false for a host path. A bare "ID:"
