@@ -302,7 +302,7 @@ func TestE2BFileErrors(t *testing.T) {
 				"getInfo long InvalidArgumentError true",
 				"makeDir long InvalidArgumentError true",
 				"write fifo InvalidArgumentError true",
-				"write link out NotFoundError true",
+				"write link out FileNotFoundError true",
 			})
 			e.stop(t)
 			assertClean(t)
