@@ -12,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/boxer-dev/boxer/e2b/envdspec/process/processconnect"
 	"github.com/boxer-dev/boxer/internal/quote"
 )
 
@@ -47,10 +48,14 @@ func (s *Server) envdOptions() []connect.HandlerOption {
 }
 
 // capBody bounds a request's body at the server's --max-body before any
-// handler reads it (Connect's own cap is on a message, decoded).
+// handler reads it (Connect's own cap is on a message, decoded). A
+// client stream (stdin) is a body of many messages over the process's
+// life: each is capped by Connect, one at a time.
 func (s *Server) capBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody+envelopeSlack)
+		if r.URL.Path != processconnect.ProcessStreamInputProcedure {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody+envelopeSlack)
+		}
 		next.ServeHTTP(w, r)
 	})
 }
