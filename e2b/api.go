@@ -143,6 +143,10 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		if isTooLarge(err) {
+			writeError(w, http.StatusRequestEntityTooLarge, tooLarge(s.cfg.MaxBody))
+			return false
+		}
 		msg := err.Error()
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 			msg = strings.Trim(f, `"`) + ": unknown field: boxer does not support it (docs/e2b.md lists what it does)"
@@ -246,7 +250,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		Env: body.EnvVars, Metadata: body.Metadata,
 		EnvdToken: token(), TrafficToken: token(),
 		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
-		Started: sess.CreatedAt, AllowHosts: hosts,
+		Started: sess.CreatedAt, AllowHosts: hosts, Linked: len(hosts) > 0,
 		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
 	}
 	s.mu.Lock()

@@ -63,7 +63,8 @@ func (s *Server) allowHosts(allowInternet *bool, n *network) ([]string, error) {
 }
 
 // handleNetwork replaces a live sandbox's allowlist (updateNetwork),
-// within the operator's list.
+// within the operator's list: no list (allowInternetAccess false, an
+// empty object) cuts its network, as a sandbox made without one has none.
 func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
 	id, caller := r.PathValue("id"), callerOf(r)
 	var body struct {
@@ -83,7 +84,12 @@ func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, id, err)
 		return
 	}
-	if len(sb.AllowHosts) == 0 {
+	if !sb.Linked {
+		if len(hosts) == 0 {
+			// No network asked of one that has none: nothing to change.
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		writeError(w, http.StatusBadRequest, "network: sandbox "+id+" was made without network; boxer cannot give it one later (make it with network.allowOut)")
 		return
 	}

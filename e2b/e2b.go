@@ -131,6 +131,9 @@ type sandbox struct {
 	DiskMB                  int64
 	// AllowHosts is its allowlist (empty: no network).
 	AllowHosts []string
+	// Linked: it was made with network (a link out and its gateway),
+	// which updateNetwork may cut and give back.
+	Linked bool
 }
 
 // New returns a server making sandboxes on r.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"syscall"
 
 	"connectrpc.com/connect"
 
@@ -34,8 +35,12 @@ var envdRoots = []string{"/workspace", "/tmp", runner.SessionHome}
 // and the HTTP /files and /health, on the sandbox sandboxFrom names.
 func (s *Server) envdHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(processconnect.NewProcessHandler(&processService{s: s}))
-	mux.Handle(filesystemconnect.NewFilesystemHandler(&filesystemService{s: s, watchers: map[string]*watcher{}}))
+	// The Connect services' bodies are capped; /files uploads are not
+	// (streamed to the sandbox's files, they stop where its disk does).
+	pp, ph := processconnect.NewProcessHandler(&processService{s: s}, s.envdOptions()...)
+	mux.Handle(pp, s.capBody(ph))
+	fp, fh := filesystemconnect.NewFilesystemHandler(&filesystemService{s: s, watchers: map[string]*watcher{}}, s.envdOptions()...)
+	mux.Handle(fp, s.capBody(fh))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.runner.CheckSession(r.Context(), sandboxFrom(r.Context()).ID, sandboxFrom(r.Context()).Caller); err != nil {
 			// As E2B's proxy answers for a sandbox gone: the SDKs read a
@@ -133,6 +138,13 @@ func rpcPath(p string) (string, error) {
 	return abs, nil
 }
 
+// badPath says whether err is the file system's refusal of a path the
+// request named (a name too long, a FIFO nobody reads): the caller's
+// error, answered 4xx with the path, not the server's.
+func badPath(err error) bool {
+	return errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.ENXIO)
+}
+
 // rpcError tells a runner error in Connect's codes, as envd answers: the
 // SDKs turn not_found into NotFoundError (exists() into false),
 // already_exists into makeDir's false, unavailable into a sandbox gone.
@@ -157,6 +169,8 @@ func rpcError(err error) error {
 		return connect.NewError(connect.CodeAlreadyExists, err)
 	case errors.Is(err, runner.ErrSessionFull), errors.As(err, &limit):
 		return connect.NewError(connect.CodeResourceExhausted, err)
+	case badPath(err):
+		return connect.NewError(connect.CodeInvalidArgument, err)
 	case errors.As(err, &fe):
 		if fe.Forbidden {
 			return connect.NewError(connect.CodePermissionDenied, err)

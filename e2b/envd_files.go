@@ -203,6 +203,8 @@ func writeFilesError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadGateway, "the sandbox is not running: "+err.Error())
 	case errors.Is(err, runner.ErrFileExists):
 		writeError(w, http.StatusConflict, err.Error())
+	case badPath(err):
+		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.As(err, &fe) && fe.Forbidden:
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.As(err, &fe):

@@ -22,8 +22,6 @@ import (
 // execution count of its own; the default context is the session's own
 // namespace, the one plain session calls share.
 const (
-	// interpMaxBody bounds a request body (a cell's code).
-	interpMaxBody = 16 << 20
 	// interpCellTimeout bounds a cell when the operator sets no maximum:
 	// E2B's cells have no timeout of the server's, only the client's,
 	// which ends the request.
@@ -124,7 +122,7 @@ type executeRequest struct {
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxFrom(r.Context())
 	var req executeRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeBody(w, r, s.cfg.MaxBody, &req) {
 		return
 	}
 	if req.Code == nil {
@@ -209,7 +207,7 @@ type createRequest struct {
 func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxFrom(r.Context())
 	var req createRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeBody(w, r, s.cfg.MaxBody, &req) {
 		return
 	}
 	if err := checkLanguage(req.Language); err != nil {
@@ -320,12 +318,11 @@ func checkEnv(env map[string]string) error {
 
 // decodeBody reads a JSON body into v, refusing unknown fields by name;
 // false means it answered.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, interpMaxBody))
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d MiB", interpMaxBody>>20))
+		if isTooLarge(err) {
+			writeError(w, http.StatusRequestEntityTooLarge, tooLarge(limit))
 		} else {
 			writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
 		}

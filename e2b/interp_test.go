@@ -107,7 +107,7 @@ func TestCompleteUTF8(t *testing.T) {
 // TestInterpBadRequests: what the code interpreter refuses before any
 // call, each naming what is wrong.
 func TestInterpBadRequests(t *testing.T) {
-	s := &Server{boxes: map[string]*sandbox{}}
+	s := &Server{boxes: map[string]*sandbox{}, cfg: Config{MaxBody: 1 << 20}}
 	sb := &sandbox{ID: "bxs-0123456789abcdef"}
 	s.boxes[sb.ID] = sb
 	h := s.interpreterHandler()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/quote"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -43,7 +44,7 @@ func (s *Server) Handler() http.Handler {
 		if !found {
 			// As E2B's own proxy answers: the SDKs read a 502 as a
 			// sandbox that is not running (any more).
-			writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": id, "message": "The sandbox was not found: it never existed, was killed or timed out", "code": http.StatusBadGateway})
+			writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": quote.Cut(id), "message": "The sandbox was not found: it never existed, was killed or timed out", "code": http.StatusBadGateway})
 			return
 		}
 		if !sb.allowed(r, port) {
@@ -129,6 +130,9 @@ func (s *Server) proxyPort(w http.ResponseWriter, r *http.Request, sb *sandbox, 
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "127.0.0.1:"+strconv.Itoa(port)
 			pr.Out.Host = pr.Out.URL.Host
+			for _, h := range credentialHeaders {
+				pr.Out.Header.Del(h)
+			}
 		},
 		// A connection of its own for each request: one to another
 		// sandbox's port must never be taken from a pool.
@@ -161,8 +165,10 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
+// writeError answers an error; what msg quotes of the request (a path, a
+// name) comes back as a prefix.
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, apiError{Code: code, Message: msg})
+	writeJSON(w, code, apiError{Code: code, Message: quote.Message(msg)})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

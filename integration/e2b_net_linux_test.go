@@ -48,3 +48,49 @@ func TestE2BNetwork(t *testing.T) {
 		})
 	}
 }
+
+// e2bCutScript cuts a sandbox's network with updateNetwork as E2B's SDK
+// says it (allowInternetAccess false, an empty object) and gives it back
+// with allowOut: a connection from inside works before each cut and fails
+// after it.
+const e2bCutScript = `
+import { Sandbox } from 'e2b'
+const probe = [
+	'import socket, sys',
+	'host, port = sys.argv[1], int(sys.argv[2])',
+	'try:',
+	'    s = socket.create_connection((host, port), timeout=5); s.sendall(b"hi"); print(s.makefile("rb").read(2).decode())',
+	'except OSError as e:',
+	'    print("refused", type(e).__name__)',
+].join('\n')
+const run = async (sbx) => {
+	await sbx.files.write('/tmp/probe.py', probe)
+	return (await sbx.commands.run('python3 /tmp/probe.py web.test 7000')).stdout.trim()
+}
+const sbx = await Sandbox.create({ network: { allowOut: ['web.test:7000'] } })
+const step = async (what, box, f) => {
+	try { await f(); console.log(what + ':', await run(box)) } catch (e) { console.log(what + ':', e.name, e.message) }
+}
+await step('before', sbx, async () => {})
+await step('allowInternetAccess false', sbx, () => sbx.updateNetwork({ allowInternetAccess: false }))
+await step('given back', sbx, () => sbx.updateNetwork({ allowOut: ['web.test:7000'] }))
+await step('empty object', sbx, () => sbx.updateNetwork({}))
+await sbx.kill()
+const off = await Sandbox.create()
+await step('never had network', off, () => off.updateNetwork({ allowInternetAccess: false }))
+await off.kill()
+`
+
+func TestE2BNetworkCut(t *testing.T) {
+	internet(t)
+	e := startE2B(t, "--allow-host", "web.test:443,7000")
+	out := lines(e.node(t, e.keys[0], e2bCutScript))
+	want := []string{"before: hi", "allowInternetAccess false: refused ", "given back: hi", "empty object: refused ", "never had network: refused "}
+	for i, w := range want {
+		if i >= len(out) || !strings.HasPrefix(out[i], w) {
+			t.Errorf("updateNetwork: line %d, want %q, in\n%s", i+1, w, strings.Join(out, "\n"))
+		}
+	}
+	e.stop(t)
+	assertClean(t)
+}

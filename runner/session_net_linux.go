@@ -172,12 +172,10 @@ func (r *Runner) SessionNetwork(ctx context.Context, id, caller string) (egress.
 
 // SetSessionAllow replaces the allowlist of session id of caller ("" for
 // any) within the operator's (max.AllowHosts): new names and connections
-// are checked against it, those open stay. It returns the report under
-// the new list.
+// are checked against it, those open stay; an empty list cuts the
+// network (the gateway stays, allowing nothing). It returns the report
+// under the new list.
 func (r *Runner) SetSessionAllow(ctx context.Context, id, caller string, hosts []string, max Maxima) (egress.Report, error) {
-	if len(hosts) == 0 {
-		return egress.Report{}, fieldErr(FieldAllowHosts, "is empty: give at least one HOST[:PORT] (to cut the network, remove the session)")
-	}
 	req := Request{AllowHosts: hosts}
 	if err := req.withinAllowlist(max.AllowHosts); err != nil {
 		return egress.Report{}, err

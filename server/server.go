@@ -22,6 +22,7 @@ import (
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/fleet"
+	"github.com/boxer-dev/boxer/internal/quote"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -470,14 +471,17 @@ func apiError(err error) *APIError {
 // is a full queue or session cap (429), nor a client gone (499).
 func errorAnswer(code int, err error) *APIError {
 	ae := apiError(err)
+	// What the request put into the message (a path, a name) comes back
+	// as a prefix, never whole.
+	msg := quote.Message(ae.Message)
 	var le *runner.LimitError
 	if code == http.StatusTooManyRequests && errors.As(err, &le) {
-		return &APIError{Message: ae.Message, Limit: le.Limit, Max: le.Max}
+		return &APIError{Message: msg, Limit: le.Limit, Max: le.Max}
 	}
 	if code >= 500 || code == http.StatusTooManyRequests || code == 499 {
-		return &APIError{Message: ae.Message}
+		return &APIError{Message: msg}
 	}
-	return ae
+	return &APIError{Field: ae.Field, Message: msg}
 }
 
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, code int, err error, rr *RunRequest) {
