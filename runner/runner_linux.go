@@ -74,6 +74,8 @@ type Runner struct {
 	// sessionID makes new sessions' IDs (Options.SessionID).
 	sessionID func(prefix string) string
 	cleanups  sync.WaitGroup
+	// ends keeps ended sessions' network figures (EndedNetwork).
+	ends endedNets
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
