@@ -1,12 +1,18 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The audit log: one schema on every interface, a line for every life
@@ -221,5 +227,58 @@ func TestAuditSession(t *testing.T) {
 		})
 	}
 	s.stop(t)
+	assertClean(t)
+}
+
+// TestAuditMCP: boxer mcp --audit-log writes its sessions' life in the
+// same schema: created, a call, closed by the client, and one ended when
+// the client went away.
+func TestAuditMCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "mcp", "--warm-size", "0", "--audit-log", log)
+	cmd.Env = testEnv
+	c := mcp.NewClient(&mcp.Implementation{Name: "boxer-test", Version: "1"}, nil)
+	session, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	call := func(tool string, args map[string]any) map[string]any {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		out, _ := res.StructuredContent.(map[string]any)
+		return out
+	}
+	closed, _ := call("create_session", map[string]any{"lang": "python"})["id"].(string)
+	left, _ := call("create_session", map[string]any{"lang": "python"})["id"].(string)
+	call("run_code", map[string]any{"session_id": closed, "code": "print(1)"})
+	call("close_session", map[string]any{"session_id": closed})
+	// Close waits for the server to exit: its sessions end first.
+	session.Close()
+	events := map[string][]map[string]any{}
+	data, err := os.ReadFile(log)
+	must(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		id, _ := l["session"].(string)
+		events[id] = append(events[id], l)
+	}
+	var got []string
+	for _, l := range events[closed] {
+		got = append(got, fmt.Sprint(l["event"], " ", l["interface"], " ", l["caller"]))
+	}
+	if want := []string{"session_created mcp mcp", "session_run mcp mcp", "session_ended mcp mcp"}; !slices.Equal(got, want) {
+		t.Errorf("closed session's lines %q, want %q", got, want)
+	}
+	if end := byEvent(events[left], "session_ended"); end == nil || end["reason"] != "client_disconnected" || end["caller"] != "server" {
+		t.Errorf("the session left open: %v", events[left])
+	}
 	assertClean(t)
 }
