@@ -7,7 +7,8 @@ import (
 )
 
 // TestPackageDirection keeps imports pointing one way: cmd → server →
-// runner → oci, snapshots, seccomp, cgroups, daemon, egress, secrets, reaper (→ cgroups). Nothing below runner
+// runner → oci, snapshots, seccomp, cgroups, daemon, egress, secrets, reaper (→ cgroups);
+// server and e2b → audit (→ egress). Nothing below runner
 // imports runner, nothing below server imports server, and no library
 // package imports cmd.
 func TestPackageDirection(t *testing.T) {
@@ -26,6 +27,7 @@ func TestPackageDirection(t *testing.T) {
 		"server":    {"cmd", "e2b"},
 		"e2b":       {"cmd", "server"},
 		"fleet":     {"cmd", "server", "e2b", "runner"},
+		"audit":     {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -51,7 +53,7 @@ func TestNonLinuxBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
 	}
-	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./runner/", "./server/", "./e2b/", "./fleet/"}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./runner/", "./server/", "./e2b/", "./fleet/", "./audit/"}
 	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
 	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -96,7 +98,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "a valid API key is required in X-API-KEY (E2B_API_KEY for the SDKs): one of the keys in the server's --e2b-key-file")
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, caller)))
+		ctx := withAuditCaller(context.WithValue(r.Context(), callerKey{}, caller), r, got)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -166,9 +169,15 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, err := s.create(r.Context(), callerOf(r), body)
 	if err != nil {
-		s.answerError(w, "", err)
+		s.refuse(w, r, audit.EventCreated, "", err)
 		return
 	}
+	e := entry(r, audit.EventCreated, sb.ID, http.StatusCreated)
+	e.Lang, e.Image = sb.Lang, sb.Image
+	if len(sb.AllowHosts) > 0 {
+		e.AllowHosts, e.NetBytes = sb.AllowHosts, sb.NetBytes
+	}
+	s.cfg.Audit.Write(e)
 	writeJSON(w, http.StatusCreated, s.created(sb))
 }
 
@@ -250,7 +259,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		Env: body.EnvVars, Metadata: body.Metadata,
 		EnvdToken: token(), TrafficToken: token(),
 		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
-		Started: sess.CreatedAt, AllowHosts: hosts, Linked: len(hosts) > 0,
+		Started: sess.CreatedAt, AllowHosts: hosts, Linked: len(hosts) > 0, Image: image, NetBytes: limits.NetBytes,
 		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
 	}
 	s.mu.Lock()
@@ -417,9 +426,12 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	err := s.runner.RemoveSession(r.Context(), id, sb.Caller)
 	s.forget(id)
 	if err != nil {
-		s.answerError(w, id, err)
+		s.refuse(w, r, audit.EventEnded, id, err)
 		return
 	}
+	e := entry(r, audit.EventEnded, id, http.StatusNoContent)
+	e.Reason, e.Network = reaper.EndRemoved, s.runner.EndedNetwork(id)
+	s.cfg.Audit.Write(e)
 	w.WriteHeader(http.StatusNoContent)
 }
 

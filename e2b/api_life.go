@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/boxer-dev/boxer/audit"
 )
 
 // A sandbox's life: its timeout, pause, resume (connect) and figures.
@@ -27,9 +29,10 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.setTimeout(r.Context(), callerOf(r), id, *body.Timeout); err != nil {
-		s.answerError(w, id, err)
+		s.refuse(w, r, audit.EventTimeout, id, err)
 		return
 	}
+	s.audited(r, audit.EventTimeout, id, http.StatusNoContent)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -61,9 +64,10 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.runner.PauseSession(r.Context(), id, callerOf(r)); err != nil {
-		s.answerError(w, id, err)
+		s.refuse(w, r, audit.EventPaused, id, err)
 		return
 	}
+	s.audited(r, audit.EventPaused, id, http.StatusNoContent)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -87,10 +91,11 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusOK
 	if sess.Paused {
 		if _, err := s.runner.ResumeSession(r.Context(), id, caller); err != nil {
-			s.answerError(w, id, err)
+			s.refuse(w, r, audit.EventResumed, id, err)
 			return
 		}
 		code = http.StatusCreated
+		s.audited(r, audit.EventResumed, id, code)
 	}
 	if body.Timeout != nil && *body.Timeout > 0 {
 		if err := s.setTimeout(r.Context(), caller, id, *body.Timeout); err != nil {

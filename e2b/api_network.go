@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+
+	"github.com/boxer-dev/boxer/audit"
 )
 
 // A sandbox's network through E2B's options: an allowlist of boxer's.
@@ -94,11 +96,14 @@ func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.runner.SetSessionAllow(r.Context(), id, caller, hosts, s.cfg.Max); err != nil {
-		s.answerError(w, id, err)
+		s.refuse(w, r, audit.EventNetwork, id, err)
 		return
 	}
 	s.mu.Lock()
 	sb.AllowHosts = hosts
 	s.mu.Unlock()
+	e := entry(r, audit.EventNetwork, id, http.StatusNoContent)
+	e.AllowHosts = hosts
+	s.cfg.Audit.Write(e)
 	w.WriteHeader(http.StatusNoContent)
 }

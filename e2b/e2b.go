@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
 )
@@ -64,6 +65,8 @@ type Config struct {
 	// Fleet, if set: sandboxes held by other members of the fleet are
 	// answered by forwarding (see fleet.go).
 	Fleet *fleet.Fleet
+	// Audit gets a line per sandbox life event (audit.go); may be nil.
+	Audit *audit.Log
 }
 
 // keyForm is E2B's API key form, which the SDKs check before sending one.
@@ -129,11 +132,15 @@ type sandbox struct {
 	CPUs                    float64
 	MemoryMB                int64
 	DiskMB                  int64
-	// AllowHosts is its allowlist (empty: no network).
+	// AllowHosts is its allowlist (empty: no network), NetBytes its
+	// byte cap.
 	AllowHosts []string
 	// Linked: it was made with network (a link out and its gateway),
 	// which updateNetwork may cut and give back.
-	Linked bool
+	Linked   bool
+	NetBytes int64
+	// Image is the image a template named by reference ("": the preset's).
+	Image string
 }
 
 // New returns a server making sandboxes on r.

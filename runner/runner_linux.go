@@ -83,6 +83,8 @@ type Runner struct {
 	// sessions being made meanwhile, by ID, with their callers.
 	roomMu sync.Mutex
 	making map[string]string
+	// ends keeps ended sessions' network figures (EndedNetwork).
+	ends endedNets
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.

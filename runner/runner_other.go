@@ -72,6 +72,9 @@ func (r *Runner) Sessions(context.Context, string) ([]Session, error) { return n
 // RemoveSession fails off Linux.
 func (r *Runner) RemoveSession(context.Context, string, string) error { return ErrNotLinux }
 
+// EndedNetwork is nil off Linux.
+func (r *Runner) EndedNetwork(string) *egress.Report { return nil }
+
 // ExpireSessions does nothing off Linux.
 func (r *Runner) ExpireSessions(context.Context) []EndedSession { return nil }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 )
 
@@ -230,6 +231,9 @@ func (c SessionCall) normalize(session Request, max Maxima) (SessionCall, error)
 // EndedSession is a session that ExpireSessions or CloseSessions ended.
 type EndedSession struct {
 	ID, Caller, Reason string
+	// Network is what its network carried over its life (nil: none, or
+	// unknown).
+	Network *egress.Report
 }
 
 // ErrFileNotFound is a session file that is not there, or not a regular

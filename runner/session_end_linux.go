@@ -6,10 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
@@ -72,9 +76,14 @@ func (r *Runner) endSession(ctx context.Context, c containerd.Container, reason 
 // removeSession labels session c as being removed by this process, for
 // reason, and removes it: another process that finds it meanwhile (its
 // maker among them) leaves it to this one and tells the same reason.
+// What its network carried, read from its keeper just before, is kept
+// for EndedNetwork.
 func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reason string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
 	defer cancel()
+	if rep := r.finalNetwork(cctx, c.ID()); rep != nil {
+		r.ends.put(c.ID(), rep)
+	}
 	if _, err := reaper.MarkEnding(cctx, c, reason); err != nil && !errdefs.IsNotFound(err) {
 		log.G(ctx).WithError(err).Debugf("marking session %s as being removed", c.ID())
 	}
@@ -112,7 +121,7 @@ func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
 			continue
 		}
 		if reason, ok := r.expire(ctx, c, info, true); ok {
-			ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason})
+			ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
 		}
 	}
 	return ended
@@ -140,7 +149,7 @@ func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []End
 			continue
 		}
 		_ = r.endSession(ctx, c, reason)
-		ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason})
+		ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
 	}
 	return ended
 }
@@ -176,4 +185,73 @@ func processRunning(ctx context.Context, p containerd.Process) bool {
 		return !errdefs.IsNotFound(err)
 	}
 	return st.Status == containerd.Running
+}
+
+// finalNetwork is what session id's network carried over its life, from
+// its keeper (nil for a session without network, or a keeper that does
+// not answer: none is started to ask).
+func (r *Runner) finalNetwork(ctx context.Context, id string) *egress.Report {
+	runDir := filepath.Join(r.runsDir, id)
+	if _, err := os.Stat(filepath.Join(runDir, sessionNetFile)); err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	kc := newKeeperClient(filepath.Join(runDir, keeperSock))
+	defer kc.http.CloseIdleConnections()
+	var rep egress.Report
+	if err := kc.call(ctx, "GET", "/network", nil, nil, &rep); err != nil {
+		log.G(ctx).WithError(err).Debugf("session %s: reading its network figures", id)
+		return nil
+	}
+	return &rep
+}
+
+// EndedNetwork is what the network of session id, which this process
+// ended, carried over its life; nil if it had no network or its figures
+// could not be read, or were taken already. A server takes them for its
+// audit log.
+func (r *Runner) EndedNetwork(id string) *egress.Report {
+	if r == nil {
+		return nil
+	}
+	return r.ends.take(id)
+}
+
+// endedNets holds the last figures of the sessions this process ended,
+// until they are taken: the latest maxEndedNets, should nobody take them.
+type endedNets struct {
+	mu    sync.Mutex
+	byID  map[string]*egress.Report
+	order []string
+}
+
+const maxEndedNets = 256
+
+func (e *endedNets) put(id string, rep *egress.Report) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.byID == nil {
+		e.byID = map[string]*egress.Report{}
+	}
+	if _, ok := e.byID[id]; !ok {
+		e.order = append(e.order, id)
+	}
+	e.byID[id] = rep
+	for len(e.order) > maxEndedNets {
+		delete(e.byID, e.order[0])
+		e.order = e.order[1:]
+	}
+}
+
+func (e *endedNets) take(id string) *egress.Report {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rep, ok := e.byID[id]
+	if !ok {
+		return nil
+	}
+	delete(e.byID, id)
+	e.order = slices.DeleteFunc(e.order, func(s string) bool { return s == id })
+	return rep
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -86,8 +87,8 @@ func FuzzRunBody(f *testing.F) {
 	f.Add([]byte(`{"lang":"python","code":"print(1)"}`), true)
 	fields := jsonNames(reflect.TypeFor[RunRequest]())
 	f.Fuzz(func(t *testing.T, body []byte, stream bool) {
-		var audit bytes.Buffer
-		s := New(nil, Config{Concurrency: 1, Queue: 0, MaxBody: 4096, Audit: &audit, Max: fuzzMax})
+		var auditBuf bytes.Buffer
+		s := New(nil, Config{Concurrency: 1, Queue: 0, MaxBody: 4096, Audit: audit.New(&auditBuf), Max: fuzzMax})
 		s.slots <- struct{}{} // the one slot is taken: nothing runs
 		req := httptest.NewRequest("POST", "/v1/runs", bytes.NewReader(body))
 		if stream {
@@ -103,9 +104,9 @@ func FuzzRunBody(f *testing.F) {
 		if err := dec.Decode(&ae); err != nil || (ae.Field == "") != (rec.Code == http.StatusTooManyRequests) || ae.Message == "" {
 			t.Fatalf("answer %d %+v: want the one error shape (%v)", rec.Code, ae, err)
 		}
-		var line auditEntry
-		if err := json.Unmarshal(audit.Bytes(), &line); err != nil || line.HTTPStatus != rec.Code || line.Error != ae.Error() {
-			t.Fatalf("audit line %q for %d %+v (%v)", audit.Bytes(), rec.Code, ae, err)
+		var line audit.Entry
+		if err := json.Unmarshal(auditBuf.Bytes(), &line); err != nil || line.HTTPStatus != rec.Code || line.Error != ae.Error() {
+			t.Fatalf("audit line %q for %d %+v (%v)", auditBuf.Bytes(), rec.Code, ae, err)
 		}
 
 		// The handler's own decoding, to learn what it made of the body.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,8 +61,9 @@ type LanguagesOutput struct {
 }
 
 // NewMCP returns an MCP server offering run_code and list_languages on r,
-// with requests capped by max and at most concurrency runs at once.
-func NewMCP(r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, concurrency int, version string) (*mcp.Server, error) {
+// with requests capped by max and at most concurrency runs at once; log
+// (may be nil) gets a line per run and per session event.
+func NewMCP(r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, concurrency int, version string, log *audit.Log) (*mcp.Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "boxer", Version: version}, nil)
 	slots := make(chan struct{}, max1(concurrency))
 	schema, err := runCodeSchema()
@@ -102,6 +104,12 @@ func NewMCP(r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, conc
 		if p != nil {
 			p.finish()
 		}
+		log.Write(mcpRunEntry(in, req.Lang, res, err))
+		if res.SessionEnded != "" {
+			e := mcpEntry(audit.EventEnded, in.SessionID, nil)
+			e.Reason, e.Network = res.SessionEnded, r.EndedNetwork(in.SessionID)
+			log.Write(e)
+		}
 		if err != nil {
 			return nil, runner.Result{}, err
 		}
@@ -111,7 +119,7 @@ func NewMCP(r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, conc
 		res.Files = withoutContent(res.Files)
 		return &mcp.CallToolResult{Content: content}, res, nil
 	})
-	addSessionTools(s, r, max, smax)
+	addSessionTools(s, r, max, smax, log)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list_languages",
 		Description: "List the languages run_code accepts, with the image each runs in.",

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/internal/quote"
@@ -42,8 +40,9 @@ type Config struct {
 	MaxBody int64
 	// Token, if set, is required as "Authorization: Bearer <token>".
 	Token string
-	// Audit receives one JSON line per request; may be nil.
-	Audit io.Writer
+	// Audit receives one line per request and per session event; may
+	// be nil.
+	Audit *audit.Log
 	// Max caps the limits a request may ask for; Sessions caps sessions.
 	Max      runner.Maxima
 	Sessions runner.SessionMaxima
@@ -71,7 +70,7 @@ type Server struct {
 	slots   chan struct{}
 	waiting atomic.Int64
 	metrics *metrics
-	audit   *auditLog
+	audit   *audit.Log
 	// runs tracks requests in progress, so Shutdown can wait for them.
 	runs sync.WaitGroup
 	// stop ends runs still going when the shutdown grace period is over.
@@ -104,7 +103,7 @@ func New(r *runner.Runner, cfg Config) *Server {
 			}
 			return float64(r.SharedShimRuns())
 		}),
-		audit: &auditLog{w: cfg.Audit},
+		audit: cfg.Audit,
 	}
 	s.metrics.addReadyMetrics(r)
 	s.stopCtx, s.stop = context.WithCancel(context.Background())
@@ -306,8 +305,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	e.ExitCode = &res.ExitCode
 	e.QueueMs, e.RunMs = ms(queued), ms(elapsed)
 	e.StdoutTruncated, e.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
-	e.Network, e.Injected = res.Network, res.Injected
-	s.audit.write(e)
+	e.Network, e.Injected = res.Network, injected(res.Injected)
+	s.audit.Write(e)
 	if code == 499 {
 		if s.stopCtx.Err() == nil || r.Context().Err() != nil {
 			return // the client is gone: nobody to answer
@@ -355,7 +354,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rr *RunRequest) (
 		case <-r.Context().Done():
 			s.waiting.Add(-1)
 			s.metrics.queueDepth.Dec()
-			s.audit.write(s.entry(r, rr, 499, "client went away while queued"))
+			s.audit.Write(s.entry(r, rr, 499, "client went away while queued"))
 			return nil, 0, false
 		}
 	}
@@ -487,48 +486,8 @@ func errorAnswer(code int, err error) *APIError {
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, code int, err error, rr *RunRequest) {
 	s.metrics.rejected.WithLabelValues(strconv.Itoa(code)).Inc()
 	ae := errorAnswer(code, err)
-	s.audit.write(s.entry(r, rr, code, ae.Error()))
+	s.audit.Write(s.entry(r, rr, code, ae.Error()))
 	writeJSON(w, code, ae)
-}
-
-func (s *Server) entry(r *http.Request, rr *RunRequest, code int, msg string) auditEntry {
-	e := auditEntry{Time: time.Now().UTC(), Caller: caller(r), HTTPStatus: code, Error: msg}
-	if rr != nil {
-		e.Lang = rr.Lang
-		e.Secrets = rr.Secrets
-		e.Image = rr.Image
-		if rr.Code != "" || len(rr.Command) > 0 {
-			sum := sha256.Sum256([]byte(rr.Code + strings.Join(rr.Command, "\x00")))
-			e.CodeSHA256 = hex.EncodeToString(sum[:])
-		}
-		e.Limits = map[string]string{}
-		for k, v := range map[string]string{"timeout": rr.Timeout, "memory": rr.Memory, "tmp_size": rr.TmpSize, "output_limit": rr.OutputLimit, "runtime": rr.Runtime, "net_bytes": rr.NetBytes, "allow_hosts": strings.Join(rr.AllowHosts, ",")} {
-			if v != "" {
-				e.Limits[k] = v
-			}
-		}
-		if rr.CPUs != nil {
-			e.Limits["cpus"] = strconv.FormatFloat(*rr.CPUs, 'g', -1, 64)
-		}
-		if rr.Pids != nil {
-			e.Limits["pids"] = strconv.FormatInt(*rr.Pids, 10)
-		}
-	}
-	return e
-}
-
-// caller names who asked: the remote address, and a short hash of the
-// token when one was presented (never the token).
-func caller(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		sum := sha256.Sum256([]byte(auth))
-		return host + " token:" + hex.EncodeToString(sum[:4])
-	}
-	return host
 }
 
 // decodeError names the field a JSON decoding error is about.

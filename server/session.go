@@ -15,7 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -164,13 +166,6 @@ func sessionStatus(err error) int {
 	return http.StatusInternalServerError
 }
 
-// sessionEntry is an audit line about session id.
-func (s *Server) sessionEntry(r *http.Request, event, id string, code int, msg string) auditEntry {
-	e := s.entry(r, nil, code, msg)
-	e.Event, e.Session = event, id
-	return e
-}
-
 func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	var body SessionRequest
 	if !s.decodeBody(w, r, &body) {
@@ -182,9 +177,13 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 		var sess runner.Session
 		sess, err = s.runner.CreateSession(r.Context(), sr, s.cfg.Max, s.cfg.Sessions)
 		if err == nil {
-			e := s.sessionEntry(r, "session_created", sess.ID, http.StatusCreated, "")
+			e := s.sessionEntry(r, audit.EventCreated, sess.ID, http.StatusCreated, "")
 			e.Lang, e.Image = sess.Lang, sess.Image
-			s.audit.write(e)
+			if req, nerr := sr.Request.NormalizeWithin(s.cfg.Max); nerr == nil && len(req.AllowHosts) > 0 {
+				// The allowlist and byte cap the session got.
+				e.AllowHosts, e.NetBytes = req.AllowHosts, req.NetBytes
+			}
+			s.audit.Write(e)
 			writeJSON(w, http.StatusCreated, sess)
 			return
 		}
@@ -194,7 +193,7 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "10")
 	}
 	if code >= 500 {
-		s.audit.write(s.sessionEntry(r, "session_created", "", code, err.Error()))
+		s.audit.Write(s.sessionEntry(r, audit.EventCreated, "", code, err.Error()))
 		writeJSON(w, code, errorAnswer(code, err))
 		return
 	}
@@ -246,7 +245,7 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		code = sessionStatus(err)
 	}
-	e := s.sessionEntry(r, "session_run", id, code, res.Error)
+	e := s.sessionEntry(r, audit.EventCall, id, code, res.Error)
 	if body.Code != "" {
 		sum := sha256.Sum256([]byte(body.Code))
 		e.CodeSHA256 = hex.EncodeToString(sum[:])
@@ -254,11 +253,12 @@ func (s *Server) handleSessionRun(w http.ResponseWriter, r *http.Request) {
 	if err == nil || code == 499 {
 		e.ID, e.Status, e.Image, e.ExitCode = res.ID, res.Status, res.Image, &res.ExitCode
 		e.StdoutTruncated, e.StderrTruncated = res.StdoutTruncated, res.StderrTruncated
+		e.Network = res.Network
 	}
 	e.QueueMs, e.RunMs = ms(queued), ms(elapsed)
-	s.audit.write(e)
+	s.audit.Write(e)
 	if res.SessionEnded != "" {
-		s.audit.write(s.sessionEnded(r, id, res.SessionEnded))
+		s.audit.Write(s.sessionEnded(r, id, res.SessionEnded, s.runner.EndedNetwork(id)))
 	}
 	switch {
 	case code == 499:
@@ -291,15 +291,6 @@ func sessionAPIError(code int, err error) *APIError {
 	return errorAnswer(code, err)
 }
 
-// sessionEnded is the audit line of a session that ended, and why.
-func (s *Server) sessionEnded(r *http.Request, id, reason string) auditEntry {
-	e := auditEntry{Time: time.Now().UTC(), Caller: "server", Event: "session_ended", Session: id, Reason: reason}
-	if r != nil {
-		e.Caller = caller(r)
-	}
-	return e
-}
-
 func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
 	list, err := s.runner.Sessions(r.Context(), owner(r))
 	if err != nil {
@@ -315,7 +306,7 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 		s.answerSessionError(w, r, id, err)
 		return
 	}
-	s.audit.write(s.sessionEnded(r, id, "removed"))
+	s.audit.Write(s.sessionEnded(r, id, reaper.EndRemoved, s.runner.EndedNetwork(id)))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -326,7 +317,7 @@ func (s *Server) answerSessionError(w http.ResponseWriter, r *http.Request, id s
 		w.Header().Set("Retry-After", "10")
 	}
 	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
-	s.audit.write(s.sessionEntry(r, "session_files", id, code, err.Error()))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, code, err.Error()))
 	writeJSON(w, code, sessionAPIError(code, err))
 }
 
@@ -392,7 +383,7 @@ func (s *Server) handleSessionFilePut(w http.ResponseWriter, r *http.Request) {
 		s.answerFSError(w, r, id, pathField(err))
 		return
 	}
-	s.audit.write(s.sessionEntry(r, "session_files", id, http.StatusNoContent, ""))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, http.StatusNoContent, ""))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -409,7 +400,7 @@ func (s *Server) expireSessions(interval time.Duration) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		for _, e := range s.runner.ExpireSessions(ctx) {
-			s.audit.write(s.sessionEnded(nil, e.ID, e.Reason))
+			s.audit.Write(s.sessionEnded(nil, e.ID, e.Reason, e.Network))
 		}
 		cancel()
 	}
@@ -420,6 +411,6 @@ func (s *Server) closeSessions() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, e := range s.runner.CloseSessions(ctx, "", "server_shutdown") {
-		s.audit.write(s.sessionEnded(nil, e.ID, e.Reason))
+		s.audit.Write(s.sessionEnded(nil, e.ID, e.Reason, e.Network))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -83,7 +84,7 @@ func (s *Server) answerFSError(w http.ResponseWriter, r *http.Request, id string
 		w.Header().Set("Retry-After", "10")
 	}
 	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
-	s.audit.write(s.sessionEntry(r, "session_files", id, code, err.Error()))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, code, err.Error()))
 	ae := sessionAPIError(code, err)
 	if code == http.StatusConflict {
 		ae = &APIError{Field: runner.FieldPath, Message: err.Error()}
@@ -171,7 +172,7 @@ func (s *Server) handleFSWrite(w http.ResponseWriter, r *http.Request) {
 		s.answerFSError(w, r, id, err)
 		return
 	}
-	s.audit.write(s.sessionEntry(r, "session_files", id, http.StatusOK, ""))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, http.StatusOK, ""))
 	writeJSON(w, http.StatusOK, e)
 }
 
@@ -208,7 +209,7 @@ func (s *Server) handleFSMkdir(w http.ResponseWriter, r *http.Request) {
 	if made {
 		code = http.StatusCreated
 	}
-	s.audit.write(s.sessionEntry(r, "session_files", id, code, ""))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, code, ""))
 	writeJSON(w, code, e)
 }
 
@@ -223,7 +224,7 @@ func (s *Server) handleFSMove(w http.ResponseWriter, r *http.Request) {
 		s.answerFSError(w, r, id, err)
 		return
 	}
-	s.audit.write(s.sessionEntry(r, "session_files", id, http.StatusOK, ""))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, http.StatusOK, ""))
 	writeJSON(w, http.StatusOK, e)
 }
 
@@ -237,7 +238,7 @@ func (s *Server) handleFSRemove(w http.ResponseWriter, r *http.Request) {
 		s.answerFSError(w, r, id, err)
 		return
 	}
-	s.audit.write(s.sessionEntry(r, "session_files", id, http.StatusNoContent, ""))
+	s.audit.Write(s.sessionEntry(r, audit.EventFiles, id, http.StatusNoContent, ""))
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -19,19 +20,19 @@ type TimeoutRequest struct {
 func (s *Server) handleSessionPause(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.runner.PauseSession(r.Context(), id, owner(r))
-	s.answerSession(w, r, "session_paused", id, sess, err)
+	s.answerSession(w, r, audit.EventPaused, id, sess, err)
 }
 
 func (s *Server) handleSessionResume(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.runner.ResumeSession(r.Context(), id, owner(r))
-	s.answerSession(w, r, "session_resumed", id, sess, err)
+	s.answerSession(w, r, audit.EventResumed, id, sess, err)
 }
 
 func (s *Server) handleSessionCheckpoint(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, err := s.runner.CheckpointSession(r.Context(), id, owner(r))
-	s.answerSession(w, r, "session_checkpointed", id, sess, err)
+	s.answerSession(w, r, audit.EventCheckpointed, id, sess, err)
 }
 
 // ForkRequest is the body of POST /v1/sessions/{id}/fork, which may be
@@ -48,13 +49,13 @@ func (s *Server) handleSessionFork(w http.ResponseWriter, r *http.Request) {
 	}
 	forks, err := s.runner.ForkSession(r.Context(), id, owner(r), cmp.Or(body.Count, 1), true, s.cfg.Sessions)
 	if err != nil {
-		s.answerLifeError(w, r, "session_forked", id, err)
+		s.answerLifeError(w, r, audit.EventForked, id, err)
 		return
 	}
 	for _, f := range forks {
-		e := s.sessionEntry(r, "session_forked", f.ID, http.StatusCreated, "from "+id)
+		e := s.sessionEntry(r, audit.EventForked, f.ID, http.StatusCreated, "from "+id)
 		e.Lang, e.Image = f.Lang, f.Image
-		s.audit.write(e)
+		s.audit.Write(e)
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"sessions": forks})
 }
@@ -71,14 +72,14 @@ func (s *Server) handleSessionTimeout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, err := s.runner.SetSessionTimeout(r.Context(), id, owner(r), d, s.cfg.Sessions)
-	s.answerSession(w, r, "session_timeout", id, sess, err)
+	s.answerSession(w, r, audit.EventTimeout, id, sess, err)
 }
 
 func (s *Server) handleSessionStats(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	st, err := s.runner.SessionStats(r.Context(), id, owner(r))
 	if err != nil {
-		s.answerLifeError(w, r, "session_stats", id, err)
+		s.answerLifeError(w, r, audit.EventStats, id, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
@@ -91,7 +92,7 @@ func (s *Server) answerSession(w http.ResponseWriter, r *http.Request, event, id
 		s.answerLifeError(w, r, event, id, err)
 		return
 	}
-	s.audit.write(s.sessionEntry(r, event, id, http.StatusOK, ""))
+	s.audit.Write(s.sessionEntry(r, event, id, http.StatusOK, ""))
 	writeJSON(w, http.StatusOK, sess)
 }
 
@@ -99,6 +100,6 @@ func (s *Server) answerSession(w http.ResponseWriter, r *http.Request, event, id
 func (s *Server) answerLifeError(w http.ResponseWriter, r *http.Request, event, id string, err error) {
 	code := sessionStatus(err)
 	s.metrics.rejected.WithLabelValues(fmt.Sprint(code)).Inc()
-	s.audit.write(s.sessionEntry(r, event, id, code, err.Error()))
+	s.audit.Write(s.sessionEntry(r, event, id, code, err.Error()))
 	writeJSON(w, code, sessionAPIError(code, err))
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,7 +37,7 @@ type CloseSessionInput struct {
 
 // addSessionTools offers create_session, close_session and the session's
 // file tools; run_code runs in a session when given its session_id.
-func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima) {
+func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax runner.SessionMaxima, log *audit.Log) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name: "create_session",
 		Description: "Create a session: a sandbox that lives across run_code calls (give run_code its session_id). " +
@@ -49,6 +51,9 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 			return nil, runner.Session{}, err
 		}
 		sess, err := r.CreateSession(ctx, sr, max, smax)
+		e := mcpEntry(audit.EventCreated, sess.ID, err)
+		e.Lang, e.Image = in.Lang, sess.Image
+		log.Write(e)
 		if err != nil {
 			return nil, runner.Session{}, err
 		}
@@ -60,7 +65,13 @@ func addSessionTools(s *mcp.Server, r *runner.Runner, max runner.Maxima, smax ru
 		Name:        "close_session",
 		Description: "Close a session made with create_session and remove everything it was.",
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in CloseSessionInput) (*mcp.CallToolResult, struct{}, error) {
-		if err := r.RemoveSession(ctx, in.SessionID, mcpCaller); err != nil {
+		err := r.RemoveSession(ctx, in.SessionID, mcpCaller)
+		e := mcpEntry(audit.EventEnded, in.SessionID, err)
+		if err == nil {
+			e.Reason, e.Network = reaper.EndRemoved, r.EndedNetwork(in.SessionID)
+		}
+		log.Write(e)
+		if err != nil {
 			return nil, struct{}{}, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "session " + in.SessionID + " closed"}}}, struct{}{}, nil

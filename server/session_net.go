@@ -4,6 +4,8 @@ package server
 
 import (
 	"net/http"
+
+	"github.com/boxer-dev/boxer/audit"
 )
 
 // AllowRequest is the body of PUT /v1/sessions/{id}/network/allow.
@@ -15,7 +17,7 @@ func (s *Server) handleSessionNetwork(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	n, err := s.runner.SessionNetwork(r.Context(), id, owner(r))
 	if err != nil {
-		s.answerLifeError(w, r, "session_network", id, err)
+		s.answerLifeError(w, r, audit.EventNetworkRead, id, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, n)
@@ -29,9 +31,11 @@ func (s *Server) handleSessionAllow(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := s.runner.SetSessionAllow(r.Context(), id, owner(r), body.AllowHosts, s.cfg.Max)
 	if err != nil {
-		s.answerLifeError(w, r, "session_allow", id, err)
+		s.answerLifeError(w, r, audit.EventNetwork, id, err)
 		return
 	}
-	s.audit.write(s.sessionEntry(r, "session_allow", id, http.StatusOK, ""))
+	e := s.sessionEntry(r, audit.EventNetwork, id, http.StatusOK, "")
+	e.AllowHosts = n.Allowed
+	s.audit.Write(e)
 	writeJSON(w, http.StatusOK, n)
 }

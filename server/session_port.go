@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -82,6 +83,6 @@ func (s *Server) answerPortError(w http.ResponseWriter, r *http.Request, id stri
 		pe = &runner.PortError{ID: id, Port: port, Reason: err.Error()}
 	}
 	s.metrics.rejected.WithLabelValues("502").Inc()
-	s.audit.write(s.sessionEntry(r, "session_port", id, http.StatusBadGateway, pe.Error()))
+	s.audit.Write(s.sessionEntry(r, audit.EventPort, id, http.StatusBadGateway, pe.Error()))
 	writeJSON(w, http.StatusBadGateway, &APIError{Field: runner.FieldPort, Message: pe.Error()})
 }

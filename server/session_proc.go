@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) handleProcessStart(w http.ResponseWriter, r *http.Request) {
 		s.answerProcessError(w, r, id, err)
 		return
 	}
-	s.audit.write(s.sessionEntry(r, "session_process", id, http.StatusCreated, ""))
+	s.audit.Write(s.sessionEntry(r, audit.EventProcess, id, http.StatusCreated, ""))
 	writeJSON(w, http.StatusCreated, info)
 }
 

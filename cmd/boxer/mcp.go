@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/server"
@@ -33,6 +34,7 @@ flags (docs/http.md: boxer mcp).`,
 			&cli.IntFlag{Name: "concurrency", Value: runtime.NumCPU(), Usage: "sandboxes running at once"},
 			&cli.DurationFlag{Name: "max-timeout", Value: 5 * time.Minute, Usage: "largest timeout a call may ask"},
 			&cli.StringFlag{Name: "max-memory", Value: "1GiB", Usage: "largest memory a call may ask"},
+			&cli.StringFlag{Name: "audit-log", Usage: "append one JSON line per run and session event to `FILE`"},
 		}, append(append(append(append(append(append(warmFlags(1), readyFlags()...), shimFlags()...), operatorNetFlags()...), operatorFileFlags()...), operatorSecretFlags()...), operatorSessionFlags()...)...),
 		Action: func(c *cli.Context) error {
 			longLivedGC()
@@ -85,15 +87,28 @@ flags (docs/http.md: boxer mcp).`,
 			if err := startReady(c, r, max, smax, ""); err != nil {
 				return err
 			}
-			s, err := server.NewMCP(r, max, smax, c.Int("concurrency"), version)
+			var log *audit.Log
+			if p := c.String("audit-log"); p != "" {
+				f, err := openAuditLog(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				log = audit.New(f)
+			}
+			s, err := server.NewMCP(r, max, smax, c.Int("concurrency"), version, log)
 			if err != nil {
 				return fail("mcp: %v", err)
 			}
 			// The client's sessions end with it; idle ones before.
-			defer r.CloseSessions(context.Background(), "", reaper.EndDisconnect)
+			defer func() {
+				for _, e := range r.CloseSessions(context.Background(), "", reaper.EndDisconnect) {
+					log.Write(server.EndedEntry(e))
+				}
+			}()
 			stop := make(chan struct{})
 			defer close(stop)
-			go expireSessions(r, stop)
+			go expireSessions(r, stop, log)
 			if err := s.Run(c.Context, &server.StdioTransport{}); err != nil && c.Context.Err() == nil {
 				return fail("mcp: %v", err)
 			}
@@ -103,8 +118,8 @@ flags (docs/http.md: boxer mcp).`,
 }
 
 // expireSessions ends idle and expired sessions every few seconds until
-// stop is closed.
-func expireSessions(r *runner.Runner, stop <-chan struct{}) {
+// stop is closed, and writes their lines to log.
+func expireSessions(r *runner.Runner, stop <-chan struct{}, log *audit.Log) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
@@ -112,7 +127,9 @@ func expireSessions(r *runner.Runner, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			r.ExpireSessions(context.Background())
+			for _, e := range r.ExpireSessions(context.Background()) {
+				log.Write(server.EndedEntry(e))
+			}
 		}
 	}
 }

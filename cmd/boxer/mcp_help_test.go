@@ -24,7 +24,7 @@ var toolName = regexp.MustCompile(`\b[a-z]+(?:_[a-z]+)+\b`)
 // each tool the MCP server offers.
 func TestHelpNamesEveryMCPTool(t *testing.T) {
 	ctx := context.Background()
-	s, err := server.NewMCP(nil, runner.Maxima{}, runner.SessionMaxima{}, 1, "test")
+	s, err := server.NewMCP(nil, runner.Maxima{}, runner.SessionMaxima{}, 1, "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

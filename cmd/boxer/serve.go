@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/server"
 	"github.com/urfave/cli/v2"
@@ -132,7 +133,8 @@ func serveAction(c *cli.Context) error {
 			return err
 		}
 		defer f.Close()
-		cfg.Audit = f
+		// One log for every listener: boxer's API and E2B's.
+		cfg.Audit = audit.New(f)
 	}
 	// The port first: one in use is said at once, not after the set-up
 	// of containerd, the pool and the secrets.

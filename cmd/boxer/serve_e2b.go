@@ -99,7 +99,7 @@ func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 
 // e2bHTTPServer serves E2B's API on r with the boxer server's caps.
 func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []string) (*http.Server, error) {
-	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet})
+	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
