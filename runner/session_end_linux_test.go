@@ -1,5 +1,7 @@
 package runner
 
+// A session's end: the figures of ended sessions, taken once and bounded.
+
 import (
 	"fmt"
 	"testing"
