@@ -236,7 +236,7 @@ func TestSessionHTTP(t *testing.T) {
 			tokens := filepath.Join(t.TempDir(), "tokens")
 			a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
-			s := startServer(t, "--token-file", tokens, "--max-sessions", "2")
+			s := startServer(t, "--token-file", tokens, "--max-sessions", "2", "--max-sessions-per-caller", "2")
 			// What a session does not take, and a secret the server does not
 			// hold, is refused, naming it.
 			for _, field := range []string{`"code":"1"`, `"command":["true"]`, `"secrets":["A"]`, `"return_files":["*"]`, `"stdin":"x"`} {

@@ -109,7 +109,7 @@ func TestSessionReady(t *testing.T) {
 			tokens := filepath.Join(t.TempDir(), "tokens")
 			a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 			must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
-			s := startServer(t, "--token-file", tokens, "--warm", "", "--ready-sessions", "1", "--ready", "python-data:"+rt, "--concurrency", "2", "--max-sessions", "16")
+			s := startServer(t, "--token-file", tokens, "--warm", "", "--ready-sessions", "1", "--ready", "python-data:"+rt, "--concurrency", "2", "--max-sessions", "16", "--max-sessions-per-caller", "16")
 			waitReady(t, s, a, 1)
 			body := `{"lang":"python-data","runtime":"` + rt + `","idle_timeout":"5m","lifetime":"30m"}`
 

@@ -20,7 +20,7 @@ func TestSessionSnapshot(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	a, b := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 	must(t, os.WriteFile(tokens, []byte(a+"\n"+b+"\n"), 0o600))
-	s := startServer(t, "--token-file", tokens, "--secret", "TOKEN=file:"+secretFile(t, secretValue(t)))
+	s := startServer(t, "--token-file", tokens, "--max-sessions-per-caller", "16", "--secret", "TOKEN=file:"+secretFile(t, secretValue(t)))
 	create := func(body string) string {
 		t.Helper()
 		code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions", body)
