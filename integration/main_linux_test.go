@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -260,20 +261,62 @@ type run struct {
 	code   int
 	stdout string
 	stderr string
-	maxRSS int64 // KiB
-	wall   time.Duration
+	maxRSS int64 // KiB, wait4's: boxer's and its reaped children's
+	// anonPeak is the most anonymous memory boxer itself held (KiB),
+	// sampled from /proc while it ran: only with boxerSampled.
+	anonPeak int64
+	wall     time.Duration
 }
 
 // boxer runs the boxer binary with args and the test environment plus extra.
 func boxer(t *testing.T, extra []string, args ...string) run {
+	t.Helper()
+	return boxerRun(t, extra, false, args...)
+}
+
+// boxerSampled is boxer that also samples boxer's own anonymous memory
+// (RssAnon) every 10 ms: its heap and stacks, not the pages of its
+// binary, which a fresh build's page cache may map in large folios.
+func boxerSampled(t *testing.T, extra []string, args ...string) run {
+	t.Helper()
+	return boxerRun(t, extra, true, args...)
+}
+
+func boxerRun(t *testing.T, extra []string, sample bool, args ...string) run {
 	t.Helper()
 	cmd := exec.Command(boxerBin, append([]string{"--namespace", namespace}, args...)...)
 	cmd.Env = append(append([]string{}, testEnv...), extra...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	start := time.Now()
-	err := cmd.Run()
-	r := run{stdout: out.String(), stderr: errb.String(), wall: time.Since(start)}
+	err := cmd.Start()
+	var peak atomic.Int64
+	if err == nil {
+		if sample {
+			done := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				status := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status"
+				for {
+					if kib := statusKiB(status, "RssAnon:"); kib > peak.Load() {
+						peak.Store(kib)
+					}
+					select {
+					case <-done:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+			}()
+			err = cmd.Wait()
+			close(done)
+			<-sampled
+		} else {
+			err = cmd.Wait()
+		}
+	}
+	r := run{stdout: out.String(), stderr: errb.String(), wall: time.Since(start), anonPeak: peak.Load()}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
@@ -285,6 +328,22 @@ func boxer(t *testing.T, extra []string, args ...string) run {
 		r.maxRSS = ru.Maxrss
 	}
 	return r
+}
+
+// statusKiB reads one "Key: N kB" line of a /proc status file (0 when
+// the process is gone).
+func statusKiB(file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // runJSON runs 'boxer run --json ARGS' and decodes the result.

@@ -80,6 +80,9 @@ type keeper struct {
 	// before it is kept; secretEnv, those they get as variables.
 	masks     []secrets.Named
 	secretEnv []string
+	// runtime is the session's ("runc" or "runsc"): it says how a
+	// process is signalled (keeper_signal_linux.go).
+	runtime string
 }
 
 // Keep serves session id's processes until its sandbox ends or ctx does
@@ -143,7 +146,7 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 		ln.Close()
 		return err
 	}
-	k := &keeper{r: r, id: id, runDir: runDir, c: c, task: task, spec: spec, ctx: ctx, procs: map[int]*keptProcess{}, masks: held.masks(), secretEnv: rec.SecretEnv}
+	k := &keeper{r: r, id: id, runDir: runDir, c: c, task: task, spec: spec, ctx: ctx, procs: map[int]*keptProcess{}, masks: held.masks(), secretEnv: rec.SecretEnv, runtime: rec.Request.Runtime}
 	if k.gw, k.gwErr = r.keeperGateway(runDir, held); k.gwErr != nil {
 		log.G(ctx).WithError(k.gwErr).Warnf("session %s: serving its network", id)
 	} else if k.gw != nil {

@@ -190,12 +190,16 @@ func (p *keptProcess) seenPID() {
 	}
 }
 
-// signal sends sig to p from inside the sandbox, through boxer-init -k:
-// under gVisor a signal from the host reaches only runsc's exec process.
+// signal sends sig to p: on runc from the host (signalFromHost), under
+// gVisor from inside the sandbox, through boxer-init -k, as a signal from
+// the host reaches only runsc's exec process.
 func (k *keeper) signal(p *keptProcess, sig unix.Signal) error {
 	info := k.info(p)
 	if !info.Running {
 		return fieldErr(FieldSignal, "cannot be sent: process %d has ended (exit code %d)", info.ID, *info.ExitCode)
+	}
+	if k.runtime != "runsc" {
+		return k.signalFromHost(p, info, sig)
 	}
 	if info.PID <= 1 {
 		return fmt.Errorf("process %d has not said its PID yet: try again", info.ID)
