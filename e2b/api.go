@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/internal/quote"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
 )
@@ -66,16 +67,18 @@ func (s *Server) controlPlane() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
 	mux.HandleFunc("POST /sandboxes/{id}/pause", s.handlePause)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
+	// SDKs up to 2.50 connect without /v2.
+	mux.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
 	mux.HandleFunc("POST /sandboxes/{id}/resume", s.handleConnect)
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
 	mux.HandleFunc("PUT /sandboxes/{id}/network", s.handleNetwork)
-	for _, p := range []string{"POST /sandboxes/{id}/fork", "POST /sandboxes/{id}/snapshots", "GET /snapshots", "POST /volumes", "GET /volumes", "POST /secrets", "GET /secrets", "GET /templates", "POST /templates", "POST /v2/templates", "POST /v3/templates"} {
-		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusNotImplemented, fmt.Sprintf("%s %s is not supported by boxer's E2B API (docs/e2b.md says what is)", r.Method, r.URL.Path))
-		})
-	}
+	mux.HandleFunc("GET /templates/aliases/{alias}", handleAlias)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (docs/e2b.md lists boxer's E2B API)", r.Method, r.URL.Path))
+		if feature := unsupportedFeature(r.URL.Path); feature != "" {
+			writeError(w, http.StatusNotImplemented, fmt.Sprintf("%s %s: %s is not supported by boxer's E2B API (docs/e2b.md says what is)", r.Method, quote.Cut(r.URL.Path), feature))
+			return
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (docs/e2b.md lists boxer's E2B API)", r.Method, quote.Cut(r.URL.Path)))
 	})
 	return s.authenticate(mux)
 }
@@ -359,13 +362,18 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			states[v] = true
 		}
 	}
+	page, err := parsePage(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	caller := callerOf(r)
 	sessions, err := s.runner.Sessions(r.Context(), caller)
 	if err != nil {
 		s.answerError(w, "", err)
 		return
 	}
-	out := []map[string]any{}
+	var found []listedBox
 	for _, sess := range sessions {
 		sb, ok := s.lookup(sess.ID)
 		if !ok || sb.Caller != caller {
@@ -381,7 +389,11 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		if len(states) > 0 && !states[l["state"].(string)] {
 			continue
 		}
-		out = append(out, l)
+		found = append(found, listedBox{sb.ID, sb.Started, l})
+	}
+	out, next := page.cut(found)
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -404,6 +416,8 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := s.listed(sb, sess)
+	// As E2B's detail: SDKs up to 2.0 connect with the token it gives.
+	out["envdAccessToken"] = sb.EnvdToken
 	out["allowInternetAccess"] = len(sb.AllowHosts) > 0
 	out["network"] = map[string]any{"allowOut": orNone(sb.AllowHosts), "allowPublicTraffic": sb.Public}
 	writeJSON(w, http.StatusOK, out)

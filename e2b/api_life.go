@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
@@ -97,7 +98,9 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusCreated
 		s.audited(r, audit.EventResumed, id, code)
 	}
-	if body.Timeout != nil && *body.Timeout > 0 {
+	// Connect only extends a sandbox's time, as E2B's does; resume sets it.
+	extendOnly := strings.HasSuffix(r.URL.Path, "/connect")
+	if body.Timeout != nil && *body.Timeout > 0 && (!extendOnly || time.Now().Add(time.Duration(*body.Timeout)*time.Second).After(sess.ExpiresAt)) {
 		if err := s.setTimeout(r.Context(), caller, id, *body.Timeout); err != nil {
 			s.answerError(w, id, err)
 			return

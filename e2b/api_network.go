@@ -21,15 +21,24 @@ type network struct {
 	EgressProxy        json.RawMessage `json:"egressProxy"`
 }
 
+// Default networks: what a sandbox gets from an SDK's
+// allow_internet_access: true (every SDK up to 2.50 sends it on every
+// create) when it names no hosts of its own.
+const (
+	// DefaultNetworkNone gives it no network: boxer's default, and E2B's
+	// "internet" never means more than the operator chose.
+	DefaultNetworkNone = "none"
+	// DefaultNetworkAllowlist gives it the operator's whole allowlist.
+	DefaultNetworkAllowlist = "allowlist"
+)
+
 // allowHosts turns E2B's network options into boxer's allowlist: internet
 // off unless asked (as boxer is, unlike E2B); "internet on" is the
-// operator's whole list; allowOut narrows it.
+// operator's default network (Config.DefaultNetwork: none, or its whole
+// list), never an error; allowOut narrows the operator's list.
 func (s *Server) allowHosts(allowInternet *bool, n *network) ([]string, error) {
 	var out []string
-	if allowInternet != nil && *allowInternet {
-		if len(s.cfg.Max.AllowHosts) == 0 {
-			return nil, &badField{"allow_internet_access", "this server gives sandboxes no network (its operator set no --allow-hosts)"}
-		}
+	if allowInternet != nil && *allowInternet && s.cfg.DefaultNetwork == DefaultNetworkAllowlist {
 		out = slices.Clone(s.cfg.Max.AllowHosts)
 	}
 	if n == nil {
@@ -58,7 +67,7 @@ func (s *Server) allowHosts(allowInternet *bool, n *network) ([]string, error) {
 			out = append(out, h)
 		}
 		if len(out) == 0 {
-			return nil, &badField{"network.allowOut", "this server gives sandboxes no network (its operator set no --allow-hosts)"}
+			return nil, &badField{"network.allowOut", "this server gives sandboxes no network (its operator set no --allow-host)"}
 		}
 	}
 	return out, nil

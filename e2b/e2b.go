@@ -58,6 +58,10 @@ type Config struct {
 	// Max and Sessions cap what a sandbox may ask for, as for sessions.
 	Max      runner.Maxima
 	Sessions runner.SessionMaxima
+	// DefaultNetwork is what allow_internet_access: true gets without
+	// network.allowOut: DefaultNetworkNone ("" too) or
+	// DefaultNetworkAllowlist (the whole Max.AllowHosts).
+	DefaultNetwork string
 	// Runtime is the runtime of sandboxes ("" is runc).
 	Runtime string
 	// MaxBody bounds a control-plane request body.
@@ -147,6 +151,17 @@ type sandbox struct {
 func New(r *runner.Runner, cfg Config) (*Server, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
+	}
+	switch cfg.DefaultNetwork {
+	case "":
+		cfg.DefaultNetwork = DefaultNetworkNone
+	case DefaultNetworkNone:
+	case DefaultNetworkAllowlist:
+		if len(cfg.Max.AllowHosts) == 0 {
+			return nil, fmt.Errorf("the default network %q is the operator's allowlist, and there is none: give --allow-host, or the default %q", DefaultNetworkAllowlist, DefaultNetworkNone)
+		}
+	default:
+		return nil, fmt.Errorf("the default network must be %q or %q, not %q", DefaultNetworkNone, DefaultNetworkAllowlist, cfg.DefaultNetwork)
 	}
 	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}}
 	for _, k := range cfg.Keys {

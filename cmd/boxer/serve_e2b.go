@@ -23,6 +23,7 @@ func e2bFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "e2b-listen", Usage: "also serve E2B's API (control plane, envd, code interpreter, ports) on `ADDR`, for E2B's SDKs"},
 		&cli.StringFlag{Name: "e2b-key-file", Usage: "E2B API keys (e2b_<hex>, one per line) accepted on --e2b-listen, in `FILE`; each a caller of its own"},
+		&cli.StringFlag{Name: "e2b-default-network", Value: e2b.DefaultNetworkNone, Usage: "what an E2B sandbox gets for allow_internet_access: true without network.allowOut (every SDK up to 2.50 sends it): `none` (no network) or allowlist (the whole --allow-host list)"},
 		&cli.StringFlag{Name: "e2b-domain", Usage: "route <port>-<sandboxID>.`DOMAIN` host names to sandboxes (E2B_DOMAIN for the SDKs; a wildcard DNS name and certificate); DOMAIN:PORT when the listener is not on 443"},
 		&cli.StringFlag{Name: "tls-cert", Usage: "serve E2B's API over HTTPS with the certificate chain in `FILE` (PEM; with --tls-key)"},
 		&cli.StringFlag{Name: "tls-key", Usage: "the private key of --tls-cert, in `FILE` (PEM)"},
@@ -79,12 +80,18 @@ func e2bKeys(p string) ([]string, error) {
 func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 	addr := c.String("e2b-listen")
 	if addr == "" {
-		for _, f := range []string{"e2b-key-file", "e2b-domain"} {
+		for _, f := range []string{"e2b-key-file", "e2b-domain", "e2b-default-network"} {
 			if c.IsSet(f) {
 				return nil, nil, fail("--%s is for --e2b-listen: give that too", f)
 			}
 		}
 		return nil, nil, nil
+	}
+	switch v := c.String("e2b-default-network"); {
+	case v != e2b.DefaultNetworkNone && v != e2b.DefaultNetworkAllowlist:
+		return nil, nil, fail("--e2b-default-network must be %s or %s, not %q", e2b.DefaultNetworkNone, e2b.DefaultNetworkAllowlist, v)
+	case v == e2b.DefaultNetworkAllowlist && len(c.StringSlice("allow-host")) == 0:
+		return nil, nil, fail("--e2b-default-network %s gives sandboxes the --allow-host list, and none is given: give --allow-host HOST, or leave it %s", v, e2b.DefaultNetworkNone)
 	}
 	keys, err := e2bKeys(c.String("e2b-key-file"))
 	if err != nil {
@@ -99,7 +106,7 @@ func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 
 // e2bHTTPServer serves E2B's API on r with the boxer server's caps.
 func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []string) (*http.Server, error) {
-	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit})
+	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
