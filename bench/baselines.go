@@ -3,7 +3,8 @@
 package main
 
 // The baselines: host python, runc run on a bundle made from boxer's own
-// spec, and ctr run on runsc through boxer's wrapper.
+// spec (the base of every ratio), runc create, start, delete on the same
+// bundle (taskmodel.go), and ctr run; the bundle, its cgroups, the layer.
 
 import (
 	"context"
@@ -28,6 +29,40 @@ import (
 // cgroupParent holds the bench's own cgroups.
 var cgroupParent = fmt.Sprintf("/boxer-bench-%d", os.Getpid())
 
+// baselines are the rows boxer's are read against: host python, runc run
+// on the bench's bundle (every ratio's base), the same bundle the way
+// containerd's runc shim runs a task (taskmodel.go), and ctr run.
+func baselines(work, runc, address, image string) []*contender {
+	return []*contender{
+		{name: "host python", once: command(func(int) *exec.Cmd { return exec.Command(hostPython(), "-c", "print(1)") })},
+		{name: "runc run (bundle)", once: func(i int) error {
+			// Writing its bundle (well under a millisecond) is timed with it.
+			bundle, err := runBundle(work, i)
+			if err != nil {
+				return err
+			}
+			return command(func(int) *exec.Cmd {
+				return exec.Command(runc, "run", "--bundle", bundle, fmt.Sprintf("bench-runc-%d-%d", os.Getpid(), i+2))
+			})(i)
+		}},
+		{name: "runc create, start, delete", once: threeStep(runc, work, &reaping{})},
+		{name: "ctr run", once: command(ctrRun(address, image, "ctr"))},
+	}
+}
+
+// ctrRun is ctr run's command line for the row called name: the python
+// image, with flags as close to boxer's hardening as ctr has, extra first.
+func ctrRun(address, image, name string, extra ...string) func(i int) *exec.Cmd {
+	ctr := filepath.Join(daemon.LibexecDir, "ctr")
+	return func(i int) *exec.Cmd {
+		args := append([]string{"-a", address, "-n", "boxer", "run", "--rm", "--read-only", "--seccomp",
+			"--memory-limit", "268435456", "--cpus", "1", "--user", "65534:65534",
+			"--mount", "type=tmpfs,src=tmpfs,dst=/tmp,options=nosuid:nodev:size=67108864"}, extra...)
+		args = append(args, image, fmt.Sprintf("bench-%s-%d-%d", name, os.Getpid(), i+2), "python3", "-c", "print(1)")
+		return exec.Command(ctr, args...)
+	}
+}
+
 // removeCgroups removes a cgroup and the ones under it (podman makes one
 // for conmon) in every hierarchy, deepest first; only empty ones can go.
 func removeCgroups(parent string) {
@@ -50,21 +85,6 @@ func removeCgroups(parent string) {
 			progress("removing cgroup %s: %v", d, err)
 		}
 	}
-}
-
-// runscWrapper runs one boxer sandbox on runsc so that boxer writes its
-// runsc wrapper, and returns the wrapper's path for ctr's --runc-binary: both
-// rows then run runsc with the same flags.
-func runscWrapper(boxerBin, address string) (string, error) {
-	out, err := exec.Command(boxerBin, "--address", address, "run", "--runtime", "runsc", "--lang", "bash", "-c", "true").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("boxer run --runtime runsc: %v: %s", err, lastLine(string(out)))
-	}
-	p := filepath.Join(daemon.FromEnv().State, "runsc")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("runsc wrapper: %w", err)
-	}
-	return p, nil
 }
 
 // pythonLayer is the cached layer of boxer's python image.
