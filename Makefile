@@ -123,8 +123,8 @@ test-deps:
 
 # build leaves boxer-init, boxer-wrap, boxer-server and $(SHIM) beside boxer, where
 # boxer looks for them first. Every CLI run pays for boxer's process start, which is
-# mostly the package initialisation of all it links (BENCH.md: Start
-# time): so boxer is static (nothing in it needs libc, and a process
+# mostly the package initialisation of all it links (docs/bench/2026-11-27.md:
+# Start time): so boxer is static (nothing in it needs libc, and a process
 # without the dynamic loader starts sooner), built without urfave/cli's
 # man-page and Markdown writer and gRPC's x/net/trace, which nothing in
 # boxer uses (BUILD_TAGS), and without boxer serve and boxer mcp

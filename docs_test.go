@@ -43,13 +43,19 @@ func TestNoPrivateContract(t *testing.T) {
 // linkRE finds inline Markdown links and images: [text](target "title").
 var linkRE = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 
-// TestDocLinks: every relative link of README.md and docs/*.md names a file
-// that exists, and every #anchor a heading of its page.
+// TestDocLinks: every relative link of README.md, docs/*.md, BENCH.md and
+// its journal (docs/bench/*.md) names a file that exists, and every
+// #anchor a heading of its page.
 func TestDocLinks(t *testing.T) {
 	pages, err := docs.Pages(".")
 	if err != nil {
 		t.Fatal(err)
 	}
+	journal, err := filepath.Glob(filepath.Join("docs", "bench", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(append(pages, "BENCH.md"), journal...)
 	anchors := map[string]map[string]bool{}
 	for _, page := range pages {
 		text, err := os.ReadFile(page)

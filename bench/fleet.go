@@ -2,6 +2,8 @@
 
 package main
 
+// A session call through another server of a fleet: the forwarding hop.
+
 import (
 	"fmt"
 	"net"

@@ -1,7 +1,8 @@
 //go:build linux
 
-// The host settings a bench run must leave as it found them.
 package main
+
+// The host settings a bench run must leave as it found them.
 
 import (
 	"bytes"

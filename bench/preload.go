@@ -2,6 +2,10 @@
 
 package main
 
+// The preloaded interpreter rows (issue 29): a python-data program that
+// imports pandas and matplotlib, on a warm server and with a CLI standby,
+// preloaded and not, and the same program without the imports.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -12,10 +16,6 @@ import (
 	"strings"
 	"time"
 )
-
-// The preloaded interpreter rows (issue 29): a python-data program that
-// imports pandas and matplotlib, on a warm server and with a CLI standby,
-// preloaded and not, and the same program without the imports.
 
 // preloadImports is the data agent's first step; preloadPlain the same
 // program without the imports.

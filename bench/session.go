@@ -2,6 +2,8 @@
 
 package main
 
+// A call into a live python session's warm interpreter, over HTTP.
+
 import (
 	"bytes"
 	"encoding/json"
@@ -11,6 +13,9 @@ import (
 	"strings"
 	"time"
 )
+
+// sessionCallRow is the name of benchSession's row.
+const sessionCallRow = "session call (warm interpreter), every 0.5 s"
 
 // benchSession measures calls in a python session over HTTP: the state
 // is warm (one interpreter), so a call is an exec and a hand-over.
@@ -24,7 +29,7 @@ func benchSession(n int, boxerBin, address string) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	return row{name: "session call (warm interpreter), every 0.5 s", times: times}, nil
+	return row{name: sessionCallRow, times: times}, nil
 }
 
 // sessionCalls makes a python session through the server at made and

@@ -2,6 +2,9 @@
 
 package main
 
+// Standbys for boxer run's rows: a run made cold, or timed once a standby
+// waits; the standbys ended when the bench ends.
+
 import (
 	"context"
 	"fmt"

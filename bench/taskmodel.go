@@ -2,6 +2,13 @@
 
 package main
 
+// The row "runc create, start, delete" runs the bench's bundle the way
+// containerd's runc shim runs every task: `runc create`, `runc start`, wait
+// for the process, `runc delete`, three executions of runc where `runc run`
+// is one. No containerd, no shim, no boxer: the most any engine that drives
+// runc through containerd's task API can reach against runc run, four at a
+// time above all, where the machine's CPU is the limit (docs/bench/2026-11-24.md).
+
 import (
 	"fmt"
 	"io"
@@ -12,13 +19,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// The row "runc create, start, delete" runs the bench's bundle the way
-// containerd's runc shim runs every task: `runc create`, `runc start`, wait
-// for the process, `runc delete`, three executions of runc where `runc run`
-// is one. No containerd, no shim, no boxer: the most any engine that drives
-// runc through containerd's task API can reach against runc run, four at a
-// time above all, where the machine's CPU is the limit (BENCH.md).
 
 // reaping makes the bench the child subreaper while a three-step run is in
 // flight: the container's process, orphaned when `runc create` exits, is

@@ -8,7 +8,8 @@
 // and anything left that was not there before fails the soak.
 //
 // It takes about an hour with its defaults (make soak); the figures it
-// prints go into BENCH.md. It is not part of make test.
+// prints go into the bench journal (docs/bench/, linked from BENCH.md). It
+// is not part of make test.
 package main
 
 import (
@@ -76,7 +77,7 @@ func main() {
 	flag.IntVar(&o.fdSlack, "fd-slack", 5, "open descriptors the idle server may have at the end beyond its count after the warm-up")
 	// Go's heap grows in steps (GOGC=100 lets it reach twice the live
 	// heap before a collection) and the runtime returns memory lazily, so
-	// RSS moves by tens of percent with no leak at all (BENCH.md: 29.7 to
+	// RSS moves by tens of percent with no leak at all (docs/bench/2026-11-22.md: 29.7 to
 	// 31.0 MiB over 10,000 runs). 50 % plus 20 MiB over the ~30 MiB server
 	// still catches a leak of 3 KiB per run over 11,000 runs.
 	flag.Float64Var(&o.rssGrowth, "rss-growth", 0.5, "fraction by which the server's RSS may grow from after the warm-up to the end (plus -rss-slack)")
@@ -311,7 +312,7 @@ func address(cfg daemon.Config) string {
 	return cfg.Address()
 }
 
-// print writes the summary, as Markdown to paste into BENCH.md, and says
+// print writes the summary, as Markdown to paste into the bench journal, and says
 // whether the soak passed.
 func (r *report) print(o options, address string) bool {
 	host, _ := os.Hostname()

@@ -8,7 +8,7 @@ import (
 // Most boxer commands make or reach one sandbox and exit, allocating 3-4 MiB
 // in all. Go's collector starts with a 4 MiB target, so it ran once in each
 // such process for nothing: 3 ms of CPU a CLI run, and again in the standby
-// maker (BENCH.md, 2026-11-28). Commands start with a target of
+// maker (docs/bench/2026-11-28.md). Commands start with a target of
 // shortGCPercent (the first collection at 16 MiB of heap); the long-lived
 // ones (serve, mcp, a session's keeper) put Go's default back, and a
 // keeper, which lives as long as its session and holds what its processes

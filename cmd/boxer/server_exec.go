@@ -14,7 +14,7 @@ import (
 // make build builds boxer with the boxer_cli tag: without boxer serve and
 // boxer mcp, and so without the server's packages (the HTTP API, MCP,
 // E2B's API, Prometheus), whose package initialisation every CLI run
-// would pay at its start (BENCH.md: Start time). Those two commands run
+// would pay at its start (docs/bench/2026-11-27.md: Start time). Those two commands run
 // boxer-server, the whole of boxer (built without the tag), in this
 // process's place: the same arguments, environment and PID.
 

@@ -6,7 +6,7 @@
 // setRuntime), for a node with one shim a pod, where its memory counts more
 // than its CPU. boxer's server runs every sandbox in one of a few shared shims,
 // and there the collector took 2.4 ms of CPU per sandbox, a fifth of the
-// shim's whole share (BENCH.md, 2026-11-28). tuning sets it to 200 % once the
+// shim's whole share (docs/bench/2026-11-28.md). tuning sets it to 200 % once the
 // shim serves, and GOMAXPROCS to at most the host's CPUs (the shim's manager
 // asks for 4).
 package main
