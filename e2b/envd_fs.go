@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strconv"
 	"sync"
 	"time"
@@ -64,7 +65,13 @@ func entryInfo(e runner.FileEntry) *pb.EntryInfo {
 		info.Type = pb.FileType_FILE_TYPE_DIRECTORY
 	case runner.FileTypeSymlink:
 		info.Type = pb.FileType_FILE_TYPE_SYMLINK
-		info.SymlinkTarget = &e.SymlinkTarget
+		// As E2B's envd: the target as an absolute path, a relative
+		// link's taken from the link's directory.
+		target := e.SymlinkTarget
+		if target != "" && !path.IsAbs(target) {
+			target = path.Join(path.Dir(e.Path), target)
+		}
+		info.SymlinkTarget = &target
 	}
 	return info
 }
@@ -175,7 +182,8 @@ func (f *filesystemService) Remove(ctx context.Context, req *connect.Request[pb.
 	if err != nil {
 		return nil, err
 	}
-	if err := f.s.runner.RemoveSessionPath(ctx, sb.ID, sb.Caller, p); err != nil {
+	// Removing what is not there is no error, as in E2B's envd (rm -f).
+	if err := f.s.runner.RemoveSessionPath(ctx, sb.ID, sb.Caller, p); err != nil && !errors.Is(err, runner.ErrFileNotFound) {
 		return nil, fsRPCError(err)
 	}
 	return connect.NewResponse(&pb.RemoveResponse{}), nil

@@ -159,7 +159,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	defer close(stop)
 	go stream.keepalive(stop)
 	call := runner.SessionCall{
-		Code:    []byte(*req.Code),
+		Code:    []byte(leadingIndent(*req.Code)),
 		Timeout: s.cellTimeout(),
 		Stdout:  output{e: stream, kind: "stdout"},
 		Stderr:  output{e: stream, kind: "stderr", tail: 1},

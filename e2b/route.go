@@ -48,7 +48,13 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if !sb.allowed(r, port) {
-			writeError(w, http.StatusUnauthorized, fmt.Sprintf("sandbox %s on port %d needs its access token (%s, from the sandbox's creation)", id, port, headerAccessToken))
+			// As E2B: envd refuses a request without its token (401),
+			// E2B's proxy any other port's (403).
+			code := http.StatusForbidden
+			if port == EnvdPort {
+				code = http.StatusUnauthorized
+			}
+			writeError(w, code, fmt.Sprintf("sandbox %s on port %d needs its access token (%s, from the sandbox's creation)", id, port, headerAccessToken))
 			return
 		}
 		// The routing headers and tokens go no further than boxer.

@@ -71,7 +71,7 @@ func TestE2BRouting(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			e := startE2B(t, "--runtime", rt, "--e2b-domain", "sb.test:$PORT", "--tls-cert", cert, "--tls-key", key)
 			port := e.api[strings.LastIndex(e.api, ":")+1:]
-			want := "port hello from the sandbox\nno token 401\nwrong token 401\nenvd, traffic token 401"
+			want := "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401"
 			got := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript,
 				"E2B_DOMAIN=sb.test:"+port, "TEST_DOMAIN=sb.test", "NODE_EXTRA_CA_CERTS="+ca, "NODE_OPTIONS=--import="+resolve))
 			if got != want {
@@ -83,7 +83,7 @@ func TestE2BRouting(t *testing.T) {
 	}
 	// By headers, without TLS.
 	e := startE2B(t)
-	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 401\nwrong token 401\nenvd, traffic token 401"; got != want {
+	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401"; got != want {
 		t.Errorf("headers: got\n%s\nwant\n%s", got, want)
 	}
 	e.stop(t)

@@ -1,0 +1,36 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+// Where E2B's envd and Jupyter behave a way their own tests rely on:
+// removing what is not there, a link's target as an absolute path, an
+// indented cell.
+
+const e2bParityScript = `
+import { Sandbox } from '@e2b/code-interpreter'
+const s = await Sandbox.create()
+await s.files.remove('/tmp/not-there.txt')
+console.log('remove missing: ok')
+await s.files.write('/home/user/t.txt', 'x')
+await s.commands.run('cd /home/user && ln -s t.txt l.txt && ln -s /tmp /home/user/abs')
+console.log('relative link:', (await s.files.getInfo('/home/user/l.txt')).symlinkTarget)
+console.log('absolute link:', (await s.files.getInfo('/home/user/abs')).symlinkTarget)
+const ex = await s.runCode('\n    x = 6\n    if x:\n        print(x * 7)\n')
+console.log('indented:', ex.logs.stdout.join('').trim(), ex.error ? ex.error.name : 'no error')
+await s.kill()
+`
+
+func TestE2BParity(t *testing.T) {
+	e := startE2B(t)
+	out := e.node(t, e.keys[0], e2bParityScript)
+	for _, want := range []string{"remove missing: ok", "relative link: /home/user/t.txt", "absolute link: /tmp", "indented: 42 no error"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	e.stop(t)
+	assertClean(t)
+}
