@@ -437,6 +437,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, id, runner.ErrSessionNotFound)
 		return
 	}
+	sb.killed.Store(true)
 	err := s.runner.RemoveSession(r.Context(), id, sb.Caller)
 	s.forget(id)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
@@ -145,6 +146,10 @@ type sandbox struct {
 	NetBytes int64
 	// Image is the image a template named by reference ("": the preset's).
 	Image string
+	// killed is set when a caller kills it, before its session ends: a
+	// stream cut by that end says so (gone) rather than end as a
+	// process or cell does.
+	killed atomic.Bool
 }
 
 // New returns a server making sandboxes on r.

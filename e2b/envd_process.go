@@ -153,6 +153,11 @@ func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.Pr
 	err := p.s.runner.AttachProcess(ctx, sb.ID, sb.Caller, strconv.Itoa(info.ID), 0, func(ev runner.ProcessEvent) error {
 		switch {
 		case ev.End != nil:
+			if p.s.gone(ctx, sb, *ev.End) {
+				// As E2B's: the SDKs raise a killed sandbox's
+				// unavailable as a TimeoutError, not an exit.
+				return connect.NewError(connect.CodeUnavailable, fmt.Errorf("sandbox %s was killed or reached its end of life while the command ran", sb.ID))
+			}
 			return locked(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: endEvent(*ev.End)}})
 		case len(ev.Data) > 0:
 			return locked(&pb.ProcessEvent{Event: &pb.ProcessEvent_Data{Data: dataEvent(ev.Stream, ev.Data)}})
@@ -400,4 +405,18 @@ func (p *processService) CloseStdin(ctx context.Context, req *connect.Request[pb
 		return nil, rpcError(err)
 	}
 	return connect.NewResponse(&pb.CloseStdinResponse{}), nil
+}
+
+// gone says whether a process that ended with end was ended by its
+// sandbox's end (a kill, its timeout) rather than on its own: only a
+// SIGKILL's status is looked into.
+func (s *Server) gone(ctx context.Context, sb *sandbox, end runner.ProcessInfo) bool {
+	if end.ExitCode == nil || *end.ExitCode != 128+9 {
+		return false
+	}
+	if sb.killed.Load() {
+		return true
+	}
+	_, sess, err := s.find(context.WithoutCancel(ctx), sb.Caller, sb.ID)
+	return errors.Is(err, runner.ErrSessionNotFound) || err == nil && !sess.ExpiresAt.After(time.Now())
 }

@@ -180,7 +180,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeRunnerError(w, sb, err)
 		return
 	}
-	if err != nil || res.SessionEnded != "" {
+	if res.SessionEnded != "" || sb.killed.Load() {
+		// As E2B's: a cell whose sandbox ended is no result but a cut
+		// stream, which runCode rejects.
+		panic(http.ErrAbortHandler)
+	}
+	if err != nil {
 		msg := res.Error
 		if msg == "" && err != nil {
 			msg = err.Error()

@@ -7,7 +7,9 @@ import (
 
 // Where E2B's envd and Jupyter behave a way their own tests rely on:
 // removing what is not there, a link's target as an absolute path, an
-// indented cell.
+// indented cell; a sandbox killed under a command and a cell, which
+// then fail as a killed sandbox's do (E2B's TimeoutError; runCode rejects)
+// rather than end as they would on their own.
 
 const e2bParityScript = `
 import { Sandbox } from '@e2b/code-interpreter'
@@ -20,13 +22,18 @@ console.log('relative link:', (await s.files.getInfo('/home/user/l.txt')).symlin
 console.log('absolute link:', (await s.files.getInfo('/home/user/abs')).symlinkTarget)
 const ex = await s.runCode('\n    x = 6\n    if x:\n        print(x * 7)\n')
 console.log('indented:', ex.logs.stdout.join('').trim(), ex.error ? ex.error.name : 'no error')
+const bg = await s.commands.run('sleep 60', { background: true })
+const cell = s.runCode('import time\ntime.sleep(60)')
+await new Promise((r) => setTimeout(r, 1500))
 await s.kill()
+try { await bg.wait(); console.log('wait: resolved') } catch (e) { console.log('wait:', e.name) }
+try { const r = await cell; console.log('cell: resolved', r.error ? r.error.name : '') } catch (e) { console.log('cell: rejected') }
 `
 
 func TestE2BParity(t *testing.T) {
 	e := startE2B(t)
 	out := e.node(t, e.keys[0], e2bParityScript)
-	for _, want := range []string{"remove missing: ok", "relative link: /home/user/t.txt", "absolute link: /tmp", "indented: 42 no error"} {
+	for _, want := range []string{"remove missing: ok", "relative link: /home/user/t.txt", "absolute link: /tmp", "indented: 42 no error", "wait: TimeoutError", "cell: rejected"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
