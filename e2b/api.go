@@ -181,7 +181,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		e.AllowHosts, e.NetBytes = sb.AllowHosts, sb.NetBytes
 	}
 	s.cfg.Audit.Write(e)
-	writeJSON(w, http.StatusCreated, s.created(sb))
+	writeJSON(w, http.StatusCreated, s.created(sb, s.domainOf(r)))
 }
 
 // create makes the session of a new sandbox.
@@ -271,8 +271,18 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	return sb, nil
 }
 
+// domainOf is the domain answers name, from which the SDKs make a port's
+// host name (getHost): --e2b-domain, else the server's own address as the
+// caller reached it, never E2B's cloud (the SDKs' fallback, e2b.app).
+func (s *Server) domainOf(r *http.Request) string {
+	if s.cfg.Domain != "" {
+		return s.cfg.Domain
+	}
+	return r.Host
+}
+
 // created is E2B's Sandbox: what the SDKs connect with.
-func (s *Server) created(sb *sandbox) map[string]any {
+func (s *Server) created(sb *sandbox, domain string) map[string]any {
 	out := map[string]any{
 		"templateID":         sb.Template,
 		"sandboxID":          sb.ID,
@@ -281,8 +291,8 @@ func (s *Server) created(sb *sandbox) map[string]any {
 		"envdAccessToken":    sb.EnvdToken,
 		"trafficAccessToken": sb.TrafficToken,
 	}
-	if s.cfg.Domain != "" {
-		out["domain"] = s.cfg.Domain
+	if domain != "" {
+		out["domain"] = domain
 	}
 	return out
 }
@@ -314,7 +324,7 @@ func (s *Server) forget(id string) {
 }
 
 // listed is E2B's ListedSandbox (and, with network, SandboxDetail).
-func (s *Server) listed(sb *sandbox, sess runner.Session) map[string]any {
+func (s *Server) listed(sb *sandbox, sess runner.Session, domain string) map[string]any {
 	state := "running"
 	if sess.Paused {
 		state = "paused"
@@ -332,8 +342,8 @@ func (s *Server) listed(sb *sandbox, sess runner.Session) map[string]any {
 		"state":       state,
 		"envdVersion": EnvdVersion,
 	}
-	if s.cfg.Domain != "" {
-		out["domain"] = s.cfg.Domain
+	if domain != "" {
+		out["domain"] = domain
 	}
 	return out
 }
@@ -385,7 +395,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		if !matches(sb.Metadata, want) {
 			continue
 		}
-		l := s.listed(sb, sess)
+		l := s.listed(sb, sess, s.domainOf(r))
 		if len(states) > 0 && !states[l["state"].(string)] {
 			continue
 		}
@@ -415,7 +425,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, id, err)
 		return
 	}
-	out := s.listed(sb, sess)
+	out := s.listed(sb, sess, s.domainOf(r))
 	// As E2B's detail: SDKs up to 2.0 connect with the token it gives.
 	out["envdAccessToken"] = sb.EnvdToken
 	out["allowInternetAccess"] = len(sb.AllowHosts) > 0

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/internal/quote"
 )
 
 // A sandbox's life: its timeout, pause, resume (connect) and figures.
@@ -106,7 +109,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, code, s.created(sb))
+	writeJSON(w, code, s.created(sb, s.domainOf(r)))
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
@@ -116,9 +119,19 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, id, err)
 		return
 	}
+	from, to, err := metricsRange(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	st, err := s.runner.SessionStats(r.Context(), id, caller)
 	if err != nil {
 		s.answerError(w, id, err)
+		return
+	}
+	if st.At.Unix() < from || to > 0 && st.At.Unix() > to {
+		// boxer keeps no history: its one sample, now, is outside.
+		writeJSON(w, http.StatusOK, []map[string]any{})
 		return
 	}
 	// CPU use is the average since the sandbox started, of its CPUs.
@@ -136,4 +149,24 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		"diskUsed":      st.DiskUsedBytes,
 		"diskTotal":     st.DiskLimitBytes,
 	}})
+}
+
+// metricsRange reads getMetrics' start and end (Unix seconds; 0: open).
+func metricsRange(q url.Values) (from, to int64, err error) {
+	for _, p := range []struct {
+		name string
+		v    *int64
+	}{{"start", &from}, {"end", &to}} {
+		if v := q.Get(p.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return 0, 0, fmt.Errorf("%s: must be a time in Unix seconds, not %q", p.name, quote.Cut(v))
+			}
+			*p.v = n
+		}
+	}
+	if to > 0 && to < from {
+		return 0, 0, fmt.Errorf("end: must not be before start (%d < %d)", to, from)
+	}
+	return from, to, nil
 }
