@@ -191,9 +191,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		set  bool
 		why  string
 	}{
-		{"autoPause", body.AutoPause != nil && *body.AutoPause, "a sandbox ends at its timeout; pause it explicitly"},
-		{"autoPauseMemory", body.AutoPauseMemory != nil, "a sandbox ends at its timeout; pause it explicitly"},
-		{"autoResume", body.AutoResume != nil && body.AutoResume.Enabled, "a paused sandbox is resumed by connect"},
+		{"autoPauseMemory", body.AutoPauseMemory != nil && !*body.AutoPauseMemory, "a paused boxer sandbox keeps its memory (keepMemory: false would keep only its files)"},
 		{"mcp", len(body.MCP) > 0 && string(body.MCP) != "null", "no MCP gateway runs in boxer's sandboxes"},
 		{"volumeMounts", len(body.VolumeMounts) > 0 && string(body.VolumeMounts) != "null" && string(body.VolumeMounts) != "[]", "boxer has no volumes"},
 		{"iam", len(body.IAM) > 0 && string(body.IAM) != "null", "boxer issues no workload identity tokens"},
@@ -202,6 +200,11 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		if f.set {
 			return nil, unsupported(f.name, f.why)
 		}
+	}
+	autoPaused := body.AutoPause != nil && *body.AutoPause
+	autoResume := body.AutoResume != nil && body.AutoResume.Enabled
+	if autoResume && !autoPaused {
+		return nil, &badField{"autoResume", "only a sandbox that pauses at its timeout (onTimeout: 'pause') resumes by itself"}
 	}
 	tmpl := body.TemplateID
 	if tmpl == "" {
@@ -237,10 +240,16 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	if s.cfg.Sessions.Idle > 0 {
 		idle = min(idle, s.cfg.Sessions.Idle)
 	}
+	// One that pauses at its timeout lives as long as the server lets a
+	// session: its own timer pauses it.
+	lifetime := timeout
+	if autoPaused {
+		lifetime = maxLife
+	}
 	req := runner.SessionRequest{
 		Request:  runner.Request{Lang: lang, Image: image, Env: env, Runtime: s.cfg.Runtime, AllowHosts: hosts},
 		Idle:     idle,
-		Lifetime: timeout,
+		Lifetime: lifetime,
 		Caller:   caller,
 		Held:     true,
 	}
@@ -264,6 +273,10 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
 		Started: sess.CreatedAt, AllowHosts: hosts, Linked: len(hosts) > 0, Image: image, NetBytes: limits.NetBytes,
 		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
+	}
+	if autoPaused {
+		sb.auto = &autoPause{resume: autoResume}
+		s.arm(sb, timeout)
 	}
 	s.mu.Lock()
 	s.boxes[sb.ID] = sb
@@ -334,7 +347,8 @@ func (s *Server) listed(sb *sandbox, sess runner.Session, domain string) map[str
 		"sandboxID":   sb.ID,
 		"clientID":    "boxer",
 		"startedAt":   sess.CreatedAt.UTC().Format(time.RFC3339Nano),
-		"endAt":       sess.ExpiresAt.UTC().Format(time.RFC3339Nano),
+		"endAt":       or(sb.pausesAt(), sess.ExpiresAt).UTC().Format(time.RFC3339Nano),
+		"lifecycle":   sb.lifecycle(),
 		"cpuCount":    sb.CPUs,
 		"memoryMB":    sb.MemoryMB,
 		"diskSizeMB":  sb.DiskMB,
@@ -448,6 +462,7 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sb.killed.Store(true)
+	disarm(sb)
 	err := s.runner.RemoveSession(r.Context(), id, sb.Caller)
 	s.forget(id)
 	if err != nil {

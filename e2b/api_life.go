@@ -41,10 +41,23 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) setTimeout(ctx context.Context, caller, id string, seconds int64) error {
-	if _, _, err := s.find(ctx, caller, id); err != nil {
+	sb, _, err := s.find(ctx, caller, id)
+	if err != nil {
 		return err
 	}
-	_, err := s.runner.SetSessionTimeout(ctx, id, caller, time.Duration(seconds)*time.Second, s.cfg.Sessions)
+	if sb.auto != nil {
+		// Its timeout is when it pauses; a paused one is armed when
+		// it resumes.
+		if !sb.paused.Load() {
+			s.arm(sb, time.Duration(seconds)*time.Second)
+		} else {
+			sb.auto.mu.Lock()
+			sb.auto.timeout = time.Duration(seconds) * time.Second
+			sb.auto.mu.Unlock()
+		}
+		return nil
+	}
+	_, err = s.runner.SetSessionTimeout(ctx, id, caller, time.Duration(seconds)*time.Second, s.cfg.Sessions)
 	return err
 }
 
@@ -70,6 +83,10 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.runner.PauseSession(r.Context(), id, callerOf(r)); err != nil {
 		s.refuse(w, r, audit.EventPaused, id, err)
 		return
+	}
+	if sb, ok := s.lookup(id); ok {
+		sb.paused.Store(true)
+		disarm(sb)
 	}
 	s.audited(r, audit.EventPaused, id, http.StatusNoContent)
 	w.WriteHeader(http.StatusNoContent)
@@ -100,10 +117,17 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		}
 		code = http.StatusCreated
 		s.audited(r, audit.EventResumed, id, code)
+		sb.paused.Store(false)
+		if sb.auto != nil {
+			sb.auto.mu.Lock()
+			d := sb.auto.timeout
+			sb.auto.mu.Unlock()
+			s.arm(sb, d)
+		}
 	}
 	// Connect only extends a sandbox's time, as E2B's does; resume sets it.
 	extendOnly := strings.HasSuffix(r.URL.Path, "/connect")
-	if body.Timeout != nil && *body.Timeout > 0 && (!extendOnly || time.Now().Add(time.Duration(*body.Timeout)*time.Second).After(sess.ExpiresAt)) {
+	if body.Timeout != nil && *body.Timeout > 0 && (!extendOnly || time.Now().Add(time.Duration(*body.Timeout)*time.Second).After(or(sb.pausesAt(), sess.ExpiresAt))) {
 		if err := s.setTimeout(r.Context(), caller, id, *body.Timeout); err != nil {
 			s.answerError(w, id, err)
 			return

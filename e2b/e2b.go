@@ -150,6 +150,10 @@ type sandbox struct {
 	// stream cut by that end says so (gone) rather than end as a
 	// process or cell does.
 	killed atomic.Bool
+	// auto is set for a sandbox that pauses at its timeout
+	// (api_autopause.go); paused, while a pause of this server's holds.
+	auto   *autoPause
+	paused atomic.Bool
 }
 
 // New returns a server making sandboxes on r.

@@ -57,6 +57,10 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, code, fmt.Sprintf("sandbox %s on port %d needs its access token (%s, from the sandbox's creation)", id, port, headerAccessToken))
 			return
 		}
+		if !s.wake(r, sb) {
+			writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": quote.Cut(id), "message": "The sandbox is paused and could not be resumed: connect to it", "code": http.StatusBadGateway})
+			return
+		}
 		// The routing headers and tokens go no further than boxer.
 		for _, h := range []string{headerSandboxID, headerSandboxPort, headerAccessToken, headerTrafficToken} {
 			r.Header.Del(h)
