@@ -229,7 +229,7 @@ func preloadDriver(ctx context.Context, runDir string, modules []string) error {
 }
 
 // readyFor says whether sr may take a ready session.
-func (sr SessionRequest) readyFor() bool {
+func readyFor(sr SessionRequest) bool {
 	return sr.Held && !sr.NoPreload && len(sr.Files) == 0 && sr.CopyIn == ""
 }
 
@@ -238,7 +238,7 @@ func (sr SessionRequest) readyFor() bool {
 // taken failed, which it removes), and the session is to be made.
 func (r *Runner) claimReady(ctx context.Context, sr SessionRequest, req Request, idle, lifetime time.Duration) (Session, bool) {
 	p := r.ready
-	if p == nil || !sr.readyFor() {
+	if p == nil || !readyFor(sr) {
 		return Session{}, false
 	}
 	rs := p.shapes[req.Shape()]

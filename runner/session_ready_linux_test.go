@@ -21,7 +21,7 @@ func TestReadyFor(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.sr(held).readyFor(); got != tc.want {
+			if got := readyFor(tc.sr(held)); got != tc.want {
 				t.Errorf("readyFor = %v, want %v", got, tc.want)
 			}
 		})
