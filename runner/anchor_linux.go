@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	sandboxes "github.com/containerd/containerd/v2/core/sandbox"
@@ -26,8 +27,8 @@ const shimDeathWait = time.Second
 // smallest limits a sandbox can start in, with every hardening of a run
 // (read-only root, no capabilities, seccomp, an unprivileged user, no
 // network).
-func anchorRequest(image string) (Request, error) {
-	return Request{
+func anchorRequest(image string) (contract.Request, error) {
+	return contract.Request{
 		Image:       image,
 		Args:        []string{"sleep", "infinity"},
 		MemoryBytes: 16 << 20,
@@ -152,7 +153,7 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 // anchorRootfs is the root of an anchor: the first preset's image there is
 // (any of them has sleep).
 func (r *Runner) anchorRootfs(ctx context.Context) (snapshots.Rootfs, error) {
-	for _, p := range Presets() {
+	for _, p := range contract.Presets() {
 		rootfs, err := snapshots.Resolve(ctx, r.client, p.Image)
 		if err == nil {
 			return rootfs, nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/containerd/log"
 )
 
@@ -55,7 +56,7 @@ func (sb *sandbox) attachLink() error {
 }
 
 // startLink lets the sandbox's traffic out under its delivered allowlist.
-func (sb *sandbox) startLink(d delivery) error {
+func (sb *sandbox) startLink(d contract.Delivery) error {
 	cfg, err := sb.r.egress.gatewayConfig(d.AllowHosts, d.NetBytes)
 	if err != nil {
 		return err
@@ -71,7 +72,7 @@ func (sb *sandbox) startLink(d delivery) error {
 func (e egressSetup) gatewayConfig(allow []string, netBytes int64) (egress.Config, error) {
 	policy, err := egress.ParsePolicy(allow)
 	if err != nil {
-		return egress.Config{}, fieldErr(FieldAllowHosts, "%v", err)
+		return egress.Config{}, contract.FieldErr(contract.FieldAllowHosts, "%v", err)
 	}
 	upstream := e.upstream
 	if upstream == "" {
@@ -80,7 +81,7 @@ func (e egressSetup) gatewayConfig(allow []string, netBytes int64) (egress.Confi
 		}
 	}
 	return egress.Config{
-		Policy: policy, MaxBytes: netBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: e.dial,
+		Policy: policy, MaxBytes: netBytes, MaxConns: contract.DefaultNetConns, UpstreamDNS: upstream, Dial: e.dial,
 		AllowNoSNI: e.allowNoSNI,
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/containerd/log"
 )
 
@@ -15,7 +16,7 @@ import (
 // other error is returned as it is. The chain under it goes to the debug
 // log.
 func (r *Runner) fault(ctx context.Context, err error) error {
-	if err == nil || fault.Is(err) || errors.Is(err, ErrInterrupted) {
+	if err == nil || fault.Is(err) || errors.Is(err, contract.ErrInterrupted) {
 		return err
 	}
 	var f *fault.Error

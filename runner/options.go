@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
 )
 
@@ -59,7 +60,7 @@ type Options struct {
 	SessionID func(prefix string) string
 	// Ceilings cap what one caller holds on the host at once (watches,
 	// streams, processes) and the watches of all callers.
-	Ceilings Ceilings
+	Ceilings contract.Ceilings
 }
 
 // EgressOptions are the operator's settings of network egress.

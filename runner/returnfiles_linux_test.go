@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/boxer-dev/boxer/runner/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +39,7 @@ func TestReturnFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := returnFiles(dir, []string{"*.png", "out/*.csv", "*.bin"}, 1000)
-	byPath := map[string]ReturnedFile{}
+	byPath := map[string]contract.ReturnedFile{}
 	for _, f := range got {
 		byPath[f.Path] = f
 	}
@@ -75,7 +76,7 @@ func TestCheckReturnFiles(t *testing.T) {
 		{[]string{"[a-"}, false},
 		{[]string{""}, false},
 	} {
-		_, err := Request{Lang: "python", Code: []byte("1"), ReturnFiles: tc.globs}.Normalize()
+		_, err := contract.Request{Lang: "python", Code: []byte("1"), ReturnFiles: tc.globs}.Normalize()
 		if (err == nil) != tc.ok {
 			t.Errorf("%q: %v", tc.globs, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/boxer-dev/boxer/userns"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -70,7 +71,7 @@ func (r *Runner) viewLayers(ctx context.Context, rootfs snapshots.Rootfs, fresh 
 	case <-l.done:
 		return l.layers, l.err
 	case <-ctx.Done():
-		return nil, ErrInterrupted
+		return nil, contract.ErrInterrupted
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -76,8 +77,8 @@ type Runner struct {
 	cleanups  sync.WaitGroup
 	// ceilings and held: what each caller may hold and holds
 	// (tenant_linux.go); watches caps all callers' watches.
-	ceilings Ceilings
-	held     tally
+	ceilings contract.Ceilings
+	held     contract.Tally
 	watches  int
 	// roomMu orders the checks of room for new sessions; making are the
 	// sessions being made meanwhile, by ID, with their callers.
@@ -126,7 +127,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		inject:         o.Inject,
 		sessionID:      o.SessionID,
 		ceilings:       o.Ceilings,
-		watches:        o.Ceilings.serverWatches(inotifyInstances()),
+		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
 		making:         map[string]string{},
 	}
 	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
@@ -153,7 +154,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	}
 	if o.SharedShims > 0 {
 		if v2 {
-			r.shims = newShimSet(o.SharedShims, or(o.ShimRuns, DefaultShimRuns), newAnchorID)
+			r.shims = newShimSet(o.SharedShims, contract.Or(o.ShimRuns, DefaultShimRuns), newAnchorID)
 		} else {
 			log.G(ctx).Debug("sandboxes run with shims of their own: sharing one needs containerd 2.x")
 		}
@@ -217,8 +218,8 @@ func (r *Runner) Close() error {
 // Run runs req in a fresh sandbox and removes every trace of it. A non-nil
 // error means boxer could not run the sandbox (exit 125) or was
 // interrupted; the program's own failures are in the Result.
-func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error) {
-	res = Result{ID: newID(), Status: StatusError, ExitCode: ExitBoxer, Runtime: req.Runtime, Image: req.Image}
+func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Result, retErr error) {
+	res = contract.Result{ID: newID(), Status: contract.StatusError, ExitCode: contract.ExitBoxer, Runtime: req.Runtime, Image: req.Image}
 	defer func() {
 		if retErr != nil {
 			retErr = r.fault(ctx, retErr)
@@ -229,7 +230,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	if err != nil {
 		return res, err
 	}
-	res.Runtime, res.Image = req.Runtime, req.image()
+	res.Runtime, res.Image = req.Runtime, req.ImageName()
 	if err := r.checkSecretsAvailable(req); err != nil {
 		return res, err
 	}
@@ -239,7 +240,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 		defer func() { retErr = errors.Join(retErr, r.release(ctx, sb)) }()
 	}
 	if err == nil {
-		err = sb.deliver(req.delivery())
+		err = sb.deliver(req.Delivery())
 	}
 	if err == nil {
 		err = sb.start(ctx, req.Stdin)
@@ -251,15 +252,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	if err != nil {
 		return res, err
 	}
-	res, err = sb.result(res, e, req.delivery())
-	sb.handOff = err == nil && r.handOff && !sb.pooled && StandbyEligible(req)
+	res, err = sb.result(res, e, req.Delivery())
+	sb.handOff = err == nil && r.handOff && !sb.pooled && contract.StandbyEligible(req)
 	return res, err
 }
 
 // sandboxFor returns a sandbox for req, created and ready to start: a
 // pre-created one of its shape, or a new one. When the error is not nil
 // and the sandbox is, nothing was made.
-func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandbox, error) {
+func (r *Runner) sandboxFor(ctx context.Context, id string, req contract.Request) (*sandbox, error) {
 	if sb := r.take(ctx, req); sb != nil {
 		return sb, nil
 	}
@@ -275,13 +276,13 @@ func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandb
 }
 
 // rootfsFor checks the host's cgroups and returns the root of req's image.
-func (r *Runner) rootfsFor(ctx context.Context, req Request) (snapshots.Rootfs, error) {
+func (r *Runner) rootfsFor(ctx context.Context, req contract.Request) (snapshots.Rootfs, error) {
 	if err := cgroups.Check(r.cgroups); err != nil {
 		return snapshots.Rootfs{}, err
 	}
-	rootfs, err := snapshots.Resolve(ctx, r.client, req.image())
+	rootfs, err := snapshots.Resolve(ctx, r.client, req.ImageName())
 	if errors.Is(err, snapshots.ErrImageNotFound) {
-		e := &ImageError{Ref: req.image()}
+		e := &contract.ImageError{Ref: req.ImageName()}
 		if req.Image == "" {
 			e.Lang = req.Lang
 		}
@@ -314,10 +315,10 @@ func (r *Runner) release(ctx context.Context, sb *sandbox) error {
 // startFailed is the result of a run whose program never started: the
 // runtime's 126 or 127 when it could not execute the command, else boxer's
 // failure (125).
-func startFailed(res Result, err error) (Result, error) {
+func startFailed(res contract.Result, err error) (contract.Result, error) {
 	var rt *runtimeError
 	if errors.As(err, &rt) {
-		if code, detail, ok := execFailure(rt.Error()); ok {
+		if code, detail, ok := contract.ExecFailure(rt.Error()); ok {
 			res.ExitCode, res.Error = code, detail
 			return res, nil
 		}
@@ -337,40 +338,40 @@ func (e *runtimeError) Unwrap() error { return e.err }
 
 // result completes res from how the program ended, its output, and the
 // files it left for --copy-out (also after a timeout or an OOM kill).
-func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
+func (sb *sandbox) result(res contract.Result, e exit, d contract.Delivery) (contract.Result, error) {
 	res.DurationMs = float64(e.duration.Microseconds()) / 1000
 	res.MemoryPeakBytes = e.stats.MemoryPeakBytes
 	res.CPUTimeMs = float64(e.stats.CPUTimeNs/1000) / 1000
-	res.Stdout, res.StdoutTruncated = sb.stdout.text()
-	res.Stderr, res.StderrTruncated = sb.stderr.text()
+	res.Stdout, res.StdoutTruncated = sb.stdout.Text()
+	res.Stderr, res.StderrTruncated = sb.stderr.Text()
 	if sb.link != nil {
 		n := sb.link.Report()
 		res.Network = &n
 	}
-	res.Secrets, res.Injected = sb.plan.fileNames(), sb.plan.injectedHeaders()
+	res.Secrets, res.Injected = sb.plan.FileNames(), sb.plan.InjectedHeaders()
 	var copyErr error
-	if d.CopyOut != "" && !e.facts.interrupted {
+	if d.CopyOut != "" && !e.facts.Interrupted {
 		res.FilesOut, res.FilesSkipped, copyErr = copyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)
 		if res.FilesOut == nil {
-			res.FilesOut = []File{}
+			res.FilesOut = []contract.File{}
 		}
 	}
-	if len(d.ReturnFiles) > 0 && !e.facts.interrupted {
+	if len(d.ReturnFiles) > 0 && !e.facts.Interrupted {
 		res.Files = returnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
 	}
-	o := classify(e.facts)
-	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
+	o := contract.Classify(e.facts)
+	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal
 	execFailed := false
-	if o.status == StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
+	if o.Status == contract.StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
 		// Told as a runtime's failure to execute it is (startFailed).
 		var detail string
-		if detail, execFailed = initExecFailure(e.facts.status, res.Stdout, res.Stderr); execFailed {
-			res.Status, res.Error, res.Stderr = StatusError, detail, ""
+		if detail, execFailed = contract.InitExecFailure(e.facts.Status, res.Stdout, res.Stderr); execFailed {
+			res.Status, res.Error, res.Stderr = contract.StatusError, detail, ""
 		}
 	}
-	sb.stderr.release(execFailed)
-	if e.facts.interrupted {
-		return res, ErrInterrupted
+	sb.stderr.Release(execFailed)
+	if e.facts.Interrupted {
+		return res, contract.ErrInterrupted
 	}
 	return res, copyErr
 }
@@ -391,7 +392,7 @@ func (r *Runner) verifyLimits(id string, l oci.Limits) error {
 // destroyLeftover removes a sandbox container found on containerd (the
 // reaper's): the same teardown as any sandbox's.
 func (r *Runner) destroyLeftover(ctx context.Context, c containerd.Container) error {
-	sb := r.newSandbox(c.ID(), Request{}, false)
+	sb := r.newSandbox(c.ID(), contract.Request{}, false)
 	sb.container, sb.state = c, stateCreated
 	if labels, err := c.Labels(ctx); err == nil {
 		sb.anchor = labels[reaper.LabelAnchor] == "true"
@@ -466,8 +467,8 @@ func newID() string {
 }
 
 // Health checks containerd and the presets' images.
-func (r *Runner) Health(ctx context.Context) Health {
-	h := Health{Images: map[string]bool{}}
+func (r *Runner) Health(ctx context.Context) contract.Health {
+	h := contract.Health{Images: map[string]bool{}}
 	v, err := r.client.Version(ctx)
 	if err != nil {
 		h.Containerd = "unreachable: " + err.Error()
@@ -475,7 +476,7 @@ func (r *Runner) Health(ctx context.Context) Health {
 	}
 	h.Containerd = v.Version
 	h.OK = true
-	for _, p := range Presets() {
+	for _, p := range contract.Presets() {
 		_, err := r.client.ImageService().Get(ctx, p.Image)
 		h.Images[p.Name] = err == nil
 		h.OK = h.OK && err == nil

@@ -12,6 +12,7 @@ import (
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 )
 
@@ -80,7 +81,7 @@ func (r *Runner) runtime(name string, netstack, userns bool) (string, any, error
 		}
 		return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
 	}
-	return "", nil, fieldErr(FieldRuntime, "must be %s, not %q", strings.Join(Runtimes(), " or "), name)
+	return "", nil, contract.FieldErr(contract.FieldRuntime, "must be %s, not %q", strings.Join(contract.Runtimes(), " or "), name)
 }
 
 // runcBinary is the runc boxer's private containerd runs: boxer's libexec

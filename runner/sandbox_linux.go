@@ -15,6 +15,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -69,7 +70,7 @@ type sandbox struct {
 	state state
 	// req is the normalized request the sandbox is shaped for; a
 	// pre-created sandbox's is its pool's.
-	req Request
+	req contract.Request
 	// gate: the program waits for a line on stdin (pre-created sandboxes,
 	// started before their request; boxer-init -g).
 	gate bool
@@ -96,7 +97,7 @@ type sandbox struct {
 	// plan is what the request's secrets become; ca and injections are
 	// the proxy's when it injects headers; masks hide the secrets' values
 	// in the output.
-	plan       secretPlan
+	plan       contract.SecretPlan
 	ca         *egress.CA
 	injections []egress.Injection
 	masks      []*secrets.Masker
@@ -107,9 +108,9 @@ type sandbox struct {
 	// ended says that the task's process was seen to exit (see
 	// endedTask).
 	ended  bool
-	stdout *capped
-	stderr *capped
-	stdin  *eofReader
+	stdout *contract.Capped
+	stderr *contract.Capped
+	stdin  *contract.EOFReader
 	stdinW *io.PipeWriter
 	// gone is closed by destroy: goroutines of the run end with it.
 	gone    chan struct{}
@@ -131,7 +132,7 @@ func (sb *sandbox) to(next state, from ...state) error {
 }
 
 // newSandbox returns a sandbox for a normalized request, in state new.
-func (r *Runner) newSandbox(id string, req Request, gate bool) *sandbox {
+func (r *Runner) newSandbox(id string, req contract.Request, gate bool) *sandbox {
 	return &sandbox{r: r, id: id, req: req, gate: gate, runDir: filepath.Join(r.runsDir, id)}
 }
 
@@ -169,7 +170,7 @@ func (sb *sandbox) prepare() error {
 		return err
 	}
 	if sb.dirs.Preload = sb.preloads(); sb.dirs.Preload {
-		if err := writePreloadHook(sb.dirs.Code, sb.req.preload()); err != nil {
+		if err := writePreloadHook(sb.dirs.Code, sb.req.PreloadModules()); err != nil {
 			return err
 		}
 	}
@@ -186,7 +187,7 @@ func (sb *sandbox) prepare() error {
 	if err := sb.prepareSecrets(); err != nil {
 		return err
 	}
-	if sb.req.egress() {
+	if sb.req.HasEgress() {
 		return sb.attachLink()
 	}
 	return sb.makeLoopback()
@@ -252,7 +253,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			return fmt.Errorf("creating container: %w", err)
 		}
 		if ctx.Err() != nil {
-			return ErrInterrupted
+			return contract.ErrInterrupted
 		}
 		sb.task, err = sb.container.NewTask(opCtx, sb.streams(), sb.restoreOpts()...)
 		if err == nil {
@@ -316,9 +317,9 @@ func (sb *sandbox) streams() cio.Creator {
 		sb.gone = make(chan struct{})
 	}
 	pr, pw := io.Pipe()
-	sb.stdin, sb.stdinW = &eofReader{r: pr, eof: make(chan struct{})}, pw
-	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
-	sb.stderr.holdInitLine()
+	sb.stdin, sb.stdinW = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw
+	sb.stdout, sb.stderr = contract.NewCapped(sb.req.OutputLimit, nil), contract.NewCapped(sb.req.OutputLimit, nil)
+	sb.stderr.HoldInitLine()
 	if sb.session != nil && driverFirst(sb.req) {
 		// Its first process is its interpreter, on the wire.
 		return wireCreator(sb.runDir)
@@ -338,12 +339,12 @@ func (sb *sandbox) streams() cio.Creator {
 
 // deliver gives the sandbox its request's code, files and output settings.
 // The program has not run yet: nothing it could see changes under it.
-func (sb *sandbox) deliver(d delivery) error {
+func (sb *sandbox) deliver(d contract.Delivery) error {
 	if sb.state != stateCreated && sb.state != stateHeld {
 		return &stateError{id: sb.id, from: sb.state, to: stateRunning}
 	}
 	if sb.req.Lang != "" {
-		p, err := LookupPreset(sb.req.Lang)
+		p, err := contract.LookupPreset(sb.req.Lang)
 		if err != nil {
 			return err
 		}
@@ -351,8 +352,8 @@ func (sb *sandbox) deliver(d delivery) error {
 			return err
 		}
 	}
-	sb.stdout.reset(d.OutputLimit, d.Stdout)
-	sb.stderr.reset(d.OutputLimit, d.Stderr)
+	sb.stdout.Reset(d.OutputLimit, d.Stdout)
+	sb.stderr.Reset(d.OutputLimit, d.Stderr)
 	if sb.preloads() {
 		if err := sb.removePreloadMarker(); err != nil {
 			return err
@@ -380,7 +381,7 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		return ErrInterrupted
+		return contract.ErrInterrupted
 	}
 	opCtx := context.WithoutCancel(ctx)
 	sb.started = time.Now()
@@ -410,7 +411,7 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 	// containerd is told that the input is over.
 	go func() {
 		select {
-		case <-sb.stdin.eof:
+		case <-sb.stdin.EOF:
 		case <-sb.gone:
 			return
 		}
@@ -428,7 +429,7 @@ func shimDiedError(err error) error {
 
 // exit is how the program ended and what it cost.
 type exit struct {
-	facts    exitFacts
+	facts    contract.ExitFacts
 	duration time.Duration
 	stats    cgroups.Stats
 }
@@ -448,11 +449,11 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 	select {
 	case status = <-sb.statusC:
 	case <-timer.C:
-		e.facts.timedOut = true
+		e.facts.TimedOut = true
 	case <-ctx.Done():
-		e.facts.interrupted = true
+		e.facts.Interrupted = true
 	}
-	if e.facts.timedOut || e.facts.interrupted {
+	if e.facts.TimedOut || e.facts.Interrupted {
 		if err := sb.task.Kill(opCtx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
 			log.G(ctx).WithError(err).Warn("killing sandbox")
 		}
@@ -474,13 +475,13 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 		end = t
 	}
 	e.duration = end.Sub(sb.started)
-	e.facts.status = status.ExitCode()
+	e.facts.Status = status.ExitCode()
 	stats, err := cgroups.ReadStats(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id))
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
 	}
 	stats.CPUTimeNs -= min(sb.cpuBefore, stats.CPUTimeNs)
-	e.stats, e.facts.oomKills = stats, stats.OOMKills
+	e.stats, e.facts.OOMKills = stats, stats.OOMKills
 	err = sb.drain(opCtx)
 	sb.flushMasks()
 	return e, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/userns"
 )
 
@@ -32,7 +33,7 @@ func TestSandboxStates(t *testing.T) {
 			t.Errorf("user id blocks left leased: %v", held)
 		}
 	})
-	req, err := Request{Lang: "python"}.Normalize()
+	req, err := contract.Request{Lang: "python"}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestSandboxStates(t *testing.T) {
 	if err := sb.prepare(); !errors.As(err, &se) {
 		t.Errorf("preparing twice = %v, want a stateError", err)
 	}
-	if err := sb.deliver(req.delivery()); !errors.As(err, &se) {
+	if err := sb.deliver(req.Delivery()); !errors.As(err, &se) {
 		t.Errorf("deliver before create = %v, want a stateError", err)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")

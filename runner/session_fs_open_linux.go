@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/boxer-dev/boxer/runner/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +64,7 @@ func openDirRoot(root *os.Root, rel string) (*os.Root, error) {
 }
 
 // notRegular is the refusal of abs, which mode says is no regular file.
-func notRegular(field, abs string, mode fs.FileMode) *PathError {
+func notRegular(field, abs string, mode fs.FileMode) *contract.PathError {
 	t := "device"
 	switch {
 	case mode&fs.ModeNamedPipe != 0:
@@ -73,5 +74,5 @@ func notRegular(field, abs string, mode fs.FileMode) *PathError {
 	case mode&fs.ModeSymlink != 0:
 		t = "symlink"
 	}
-	return &PathError{Field: field, Path: cutPath(abs), Err: ErrNotRegular, Type: t}
+	return &contract.PathError{Field: field, Path: contract.CutPath(abs), Err: contract.ErrNotRegular, Type: t}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 )
 
 // makeLoopback gives a gVisor session a network namespace of its own with
@@ -46,7 +47,7 @@ func (sb *sandbox) makeLoopback() error {
 // the connection is never made in the host's network.
 func (r *Runner) DialPort(ctx context.Context, id, caller string, port int) (net.Conn, error) {
 	if port < 1 || port > 65535 {
-		return nil, fieldErr(FieldPort, "must be a TCP port from 1 to 65535, not %d", port)
+		return nil, contract.FieldErr(contract.FieldPort, "must be a TCP port from 1 to 65535, not %d", port)
 	}
 	s, err := r.loadSession(ctx, id, caller, false)
 	if err != nil {
@@ -60,7 +61,7 @@ func (r *Runner) DialPort(ctx context.Context, id, caller string, port int) (net
 	c, err := egress.DialIn(ctx, ns, "tcp", "127.0.0.1:"+strconv.Itoa(port))
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		return nil, &PortError{ID: id, Port: port, Reason: errno.Error()}
+		return nil, &contract.PortError{ID: id, Port: port, Reason: errno.Error()}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting to port %d in session %s: %w", port, id, err)
@@ -134,7 +135,7 @@ func (r *Runner) dialRunsc(ctx context.Context, s *liveSession, port int) (net.C
 	_ = cmd.Process.Kill()
 	if reason := stderr.reason(); reason != "" {
 		if strings.Contains(reason, "connection refused") {
-			return nil, &PortError{ID: s.id, Port: port, Reason: "connection refused"}
+			return nil, &contract.PortError{ID: s.id, Port: port, Reason: "connection refused"}
 		}
 		err = fmt.Errorf("runsc: %s", reason)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/userns"
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +48,7 @@ type sessionRoot struct {
 var sessionRoots = []sessionRoot{
 	{oci.Workspace, "workspace"},
 	{"/tmp", "tmp"},
-	{SessionHome, "home/user"},
+	{contract.SessionHome, "home/user"},
 }
 
 // sessionWorkspaceDir is the host directory a session binds at /workspace.
@@ -111,11 +112,11 @@ type sandboxPath struct {
 // read it: "/tmp/a/../b" is /tmp/b, "/tmp/.." is / and refused. What it
 // names is found later, inside its root only.
 func parseSandboxPath(field, p string) (sandboxPath, error) {
-	if len(p) > maxPathBytes {
-		return sandboxPath{}, &PathError{Field: field, Path: cutPath(p), Err: ErrNameTooLong}
+	if len(p) > contract.MaxPathBytes {
+		return sandboxPath{}, &contract.PathError{Field: field, Path: contract.CutPath(p), Err: contract.ErrNameTooLong}
 	}
 	if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
-		return sandboxPath{}, fieldErr(field, "%q must be an absolute path under /workspace, /tmp or %s", cutPath(p), SessionHome)
+		return sandboxPath{}, contract.FieldErr(field, "%q must be an absolute path under /workspace, /tmp or %s", contract.CutPath(p), contract.SessionHome)
 	}
 	clean := path.Clean(p)
 	for i, r := range sessionRoots {
@@ -126,7 +127,7 @@ func parseSandboxPath(field, p string) (sandboxPath, error) {
 			return sandboxPath{abs: clean, rel: rest, root: i}, nil
 		}
 	}
-	return sandboxPath{}, fieldErr(field, "%q is not under /workspace, /tmp or %s, the directories of a session that can be read and written", cutPath(p), SessionHome)
+	return sandboxPath{}, contract.FieldErr(field, "%q is not under /workspace, /tmp or %s, the directories of a session that can be read and written", contract.CutPath(p), contract.SessionHome)
 }
 
 // sessionFiles is a session opened for its files.

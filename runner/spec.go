@@ -10,6 +10,7 @@ import (
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/seccomp"
 	"github.com/boxer-dev/boxer/userns"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -104,7 +105,7 @@ type sandboxNet struct {
 // sandboxLimits are the limits the kernel enforces for req on host: the
 // request's own, with room for boxer-init in the pids limit, and under
 // runsc room for gVisor's threads too, which live in the sandbox's cgroup.
-func sandboxLimits(req Request, host hostFacts) oci.Limits {
+func sandboxLimits(req contract.Request, host hostFacts) oci.Limits {
 	l := oci.Limits{MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids + initPids, TmpBytes: req.TmpBytes, NoFile: host.NoFile}
 	if req.Runtime == "runsc" {
 		l.Pids = runscPidsPerTask*l.Pids + runscPidsOverhead
@@ -116,13 +117,13 @@ func sandboxLimits(req Request, host hostFacts) oci.Limits {
 // the environment of its image's config and the host's facts. Its PID 1
 // is boxer-init, which runs the program; a gated sandbox's waits for a
 // line on stdin first (a sandbox made before its request).
-func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs sandboxDirs, gate bool) (*specs.Spec, error) {
+func buildSpec(id string, req contract.Request, imageEnv []string, host hostFacts, dirs sandboxDirs, gate bool) (*specs.Spec, error) {
 	var presetEnv, netEnv []string
 	if dirs.Net != nil {
 		netEnv = dirs.Net.Env
 	}
 	if req.Lang != "" {
-		p, err := LookupPreset(req.Lang)
+		p, err := contract.LookupPreset(req.Lang)
 		if err != nil {
 			return nil, err
 		}
@@ -133,17 +134,17 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	var trust, home []string
 	if dirs.Trust {
-		trust = trustEnv
+		trust = contract.TrustEnv
 	}
 	if dirs.Home != "" {
-		home = []string{"HOME=" + SessionHome}
+		home = []string{"HOME=" + contract.SessionHome}
 	}
-	args, env := req.args(), buildEnv(imageEnv, presetEnv, home, netEnv, trust, req.Env)
+	args, env := req.Argv(), buildEnv(imageEnv, presetEnv, home, netEnv, trust, req.Env)
 	if len(dirs.SecretEnv) > 0 {
-		args = secretEnvScript(args, dirs.SecretEnv, env)
+		args = contract.SecretEnvScript(args, dirs.SecretEnv, env)
 	}
 	if dirs.Preload {
-		env, gate = withPreloadPath(env), false
+		env, gate = contract.WithPreloadPath(env), false
 	}
 	if dirs.Code == "" {
 		return nil, errors.New("building spec: no code directory for boxer-init")
@@ -186,7 +187,7 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 		opts = append(opts, oci.WithWritableBind(dirs.Tmp, "/tmp"))
 	}
 	if dirs.Home != "" {
-		opts = append(opts, oci.WithWritableBind(dirs.Home, path.Dir(SessionHome)))
+		opts = append(opts, oci.WithWritableBind(dirs.Home, path.Dir(contract.SessionHome)))
 	}
 	if dirs.Run != "" {
 		opts = append(opts, oci.WithReadonlyBind(dirs.Run, "/run"))
@@ -196,11 +197,11 @@ func buildSpec(id string, req Request, imageEnv []string, host hostFacts, dirs s
 	}
 	if dirs.Net != nil {
 		opts = append(opts, oci.WithNetworkNamespace(dirs.Net.Netns), oci.WithReadonlyBind(dirs.Net.ResolvConf, "/etc/resolv.conf"))
-		if p, err := LookupPreset(req.Lang); err == nil && req.image() == p.Image {
+		if p, err := contract.LookupPreset(req.Lang); err == nil && req.ImageName() == p.Image {
 			// Where a preset's package manager installs (see NetEnv):
 			// memory-backed, as large as /tmp, the sandbox user's. Only
 			// boxer's own images are known to hold the mount point.
-			opts = append(opts, oci.WithTmpfs(PackagesDir, req.TmpBytes, req.UID, req.GID))
+			opts = append(opts, oci.WithTmpfs(contract.PackagesDir, req.TmpBytes, req.UID, req.GID))
 		}
 	}
 	spec, err := oci.New(context.Background(), id, opts...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -21,7 +22,7 @@ func TestBuildSpec(t *testing.T) {
 	netDirs := dirs
 	netDirs.Net = &sandboxNet{Netns: "/run/boxer/runs/bx-1/netns", ResolvConf: "/run/boxer/runs/bx-1/resolv.conf",
 		Env: []string{"HTTP_PROXY=http://10.201.0.1:3128", "HTTPS_PROXY=http://10.201.0.1:3128"}}
-	norm := func(r Request) Request {
+	norm := func(r contract.Request) contract.Request {
 		n, err := r.Normalize()
 		if err != nil {
 			t.Fatal(err)
@@ -35,12 +36,12 @@ func TestBuildSpec(t *testing.T) {
 	custom := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}}
 	tests := []struct {
 		name  string
-		req   Request
+		req   contract.Request
 		dirs  sandboxDirs
 		gate  bool
 		check func(t *testing.T, s *specs.Spec)
 	}{
-		{"python preset", norm(Request{Lang: "python", Env: []string{"HOME=/tmp"}}), dirs, false, func(t *testing.T, s *specs.Spec) {
+		{"python preset", norm(contract.Request{Lang: "python", Env: []string{"HOME=/tmp"}}), dirs, false, func(t *testing.T, s *specs.Spec) {
 			if want := []string{oci.InitPath, "--", "python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
 				t.Errorf("args %q, want %q", s.Process.Args, want)
 			}
@@ -48,16 +49,16 @@ func TestBuildSpec(t *testing.T) {
 			if want := []string{"PATH=/usr/bin", "HOME=/tmp", "PYTHONDONTWRITEBYTECODE=1"}; !slices.Equal(s.Process.Env, want) {
 				t.Errorf("env %q, want %q", s.Process.Env, want)
 			}
-			if u := s.Process.User; u.UID != DefaultUID || u.GID != DefaultGID {
+			if u := s.Process.User; u.UID != contract.DefaultUID || u.GID != contract.DefaultGID {
 				t.Errorf("user %d:%d", u.UID, u.GID)
 			}
 			if s.Linux.CgroupsPath != "/boxer/ns/bx-1" {
 				t.Errorf("cgroups path %q", s.Linux.CgroupsPath)
 			}
-			if got := *s.Linux.Resources.Pids.Limit; got != DefaultPids+1 {
-				t.Errorf("pids %d, want %d and boxer-init", got, DefaultPids)
+			if got := *s.Linux.Resources.Pids.Limit; got != contract.DefaultPids+1 {
+				t.Errorf("pids %d, want %d and boxer-init", got, contract.DefaultPids)
 			}
-			if got := *s.Linux.Resources.Memory.Limit; got != DefaultMemory {
+			if got := *s.Linux.Resources.Memory.Limit; got != contract.DefaultMemory {
 				t.Errorf("memory %d", got)
 			}
 			if !hasMount(s, oci.CodeDir, dirs.Code, "ro") || !hasMount(s, oci.Workspace, dirs.Workspace, "rw") {
@@ -73,7 +74,7 @@ func TestBuildSpec(t *testing.T) {
 				t.Error("not the default seccomp profile")
 			}
 		}},
-		{"command in an image", norm(Request{Image: "img", Args: []string{"/bin/true", "x"}, UID: 1000, GID: 100, UserSet: true}), dirs, false, func(t *testing.T, s *specs.Spec) {
+		{"command in an image", norm(contract.Request{Image: "img", Args: []string{"/bin/true", "x"}, UID: 1000, GID: 100, UserSet: true}), dirs, false, func(t *testing.T, s *specs.Spec) {
 			if !slices.Equal(s.Process.Args, []string{oci.InitPath, "--", "/bin/true", "x"}) {
 				t.Errorf("args %q", s.Process.Args)
 			}
@@ -85,7 +86,7 @@ func TestBuildSpec(t *testing.T) {
 				t.Errorf("no read-only %s for boxer-init: %+v", oci.CodeDir, s.Mounts)
 			}
 		}},
-		{"runsc", norm(Request{Lang: "bash", Runtime: "runsc", Pids: 10}), dirs, false, func(t *testing.T, s *specs.Spec) {
+		{"runsc", norm(contract.Request{Lang: "bash", Runtime: "runsc", Pids: 10}), dirs, false, func(t *testing.T, s *specs.Spec) {
 			if got := *s.Linux.Resources.Pids.Limit; got != runscPidsPerTask*(10+1)+runscPidsOverhead {
 				t.Errorf("host pids %d, want room for boxer-init and gVisor's threads", got)
 			}
@@ -93,12 +94,12 @@ func TestBuildSpec(t *testing.T) {
 				t.Errorf("RLIMIT_NPROC %+v, want 10 and boxer-init", rl)
 			}
 		}},
-		{"custom seccomp", norm(Request{Lang: "bash", Seccomp: custom}), dirs, false, func(t *testing.T, s *specs.Spec) {
+		{"custom seccomp", norm(contract.Request{Lang: "bash", Seccomp: custom}), dirs, false, func(t *testing.T, s *specs.Spec) {
 			if s.Linux.Seccomp != custom {
 				t.Error("the request's profile is not the spec's")
 			}
 		}},
-		{"egress", norm(Request{Lang: "python", AllowHosts: []string{"pypi.org"}, Env: []string{"HTTPS_PROXY=mine"}}), netDirs, false, func(t *testing.T, s *specs.Spec) {
+		{"egress", norm(contract.Request{Lang: "python", AllowHosts: []string{"pypi.org"}, Env: []string{"HTTPS_PROXY=mine"}}), netDirs, false, func(t *testing.T, s *specs.Spec) {
 			var netns string
 			for _, ns := range s.Linux.Namespaces {
 				if ns.Type == specs.NetworkNamespace {
@@ -115,24 +116,24 @@ func TestBuildSpec(t *testing.T) {
 			if m := mounts["/etc/resolv.conf"]; m.Source != netDirs.Net.ResolvConf || !slices.Contains(m.Options, "ro") {
 				t.Errorf("resolv.conf mount %+v", m)
 			}
-			if m := mounts[PackagesDir]; m.Type != "tmpfs" || !slices.Contains(m.Options, "uid=65534") {
+			if m := mounts[contract.PackagesDir]; m.Type != "tmpfs" || !slices.Contains(m.Options, "uid=65534") {
 				t.Errorf("packages mount %+v", m)
 			}
 			// The link's variables, then the preset's NetEnv; the request's own win.
-			for _, kv := range []string{"HTTP_PROXY=http://10.201.0.1:3128", "HTTPS_PROXY=mine", "PIP_TARGET=" + PackagesDir} {
+			for _, kv := range []string{"HTTP_PROXY=http://10.201.0.1:3128", "HTTPS_PROXY=mine", "PIP_TARGET=" + contract.PackagesDir} {
 				if !slices.Contains(s.Process.Env, kv) {
 					t.Errorf("env %q lacks %s", s.Process.Env, kv)
 				}
 			}
 		}},
-		{"egress, own image", norm(Request{Lang: "python", Image: "other/python", AllowHosts: []string{"pypi.org"}}), netDirs, false, func(t *testing.T, s *specs.Spec) {
+		{"egress, own image", norm(contract.Request{Lang: "python", Image: "other/python", AllowHosts: []string{"pypi.org"}}), netDirs, false, func(t *testing.T, s *specs.Spec) {
 			for _, m := range s.Mounts {
-				if m.Destination == PackagesDir {
+				if m.Destination == contract.PackagesDir {
 					t.Error("a packages mount in an image that may not hold its mount point")
 				}
 			}
 		}},
-		{"user namespace", norm(Request{Lang: "python"}), usernsDirs, false, func(t *testing.T, s *specs.Spec) {
+		{"user namespace", norm(contract.Request{Lang: "python"}), usernsDirs, false, func(t *testing.T, s *specs.Spec) {
 			want := specs.LinuxNamespace{Type: specs.UserNamespace, Path: usernsDirs.Userns.Path}
 			if !slices.Contains(s.Linux.Namespaces, want) {
 				t.Errorf("namespaces %+v, want %+v among them", s.Linux.Namespaces, want)
@@ -145,11 +146,11 @@ func TestBuildSpec(t *testing.T) {
 			if len(s.Process.Rlimits) != 0 {
 				t.Errorf("rlimits %+v, want none", s.Process.Rlimits)
 			}
-			if u := s.Process.User; u.UID != DefaultUID || u.GID != DefaultGID {
+			if u := s.Process.User; u.UID != contract.DefaultUID || u.GID != contract.DefaultGID {
 				t.Errorf("user %d:%d, want the ids inside", u.UID, u.GID)
 			}
 		}},
-		{"session", norm(Request{Lang: "bash"}), sessionDirs, false, func(t *testing.T, s *specs.Spec) {
+		{"session", norm(contract.Request{Lang: "bash"}), sessionDirs, false, func(t *testing.T, s *specs.Spec) {
 			// /tmp and /home are the host's, bound in; HOME is the image's
 			// unless the request sets its own.
 			binds := map[string]string{}
@@ -168,12 +169,12 @@ func TestBuildSpec(t *testing.T) {
 				t.Errorf("env %q, want HOME=/home/user", s.Process.Env)
 			}
 		}},
-		{"session, its own HOME", norm(Request{Lang: "bash", Env: []string{"HOME=/workspace"}}), sessionDirs, false, func(t *testing.T, s *specs.Spec) {
+		{"session, its own HOME", norm(contract.Request{Lang: "bash", Env: []string{"HOME=/workspace"}}), sessionDirs, false, func(t *testing.T, s *specs.Spec) {
 			if !slices.Contains(s.Process.Env, "HOME=/workspace") || slices.Contains(s.Process.Env, "HOME=/home/user") {
 				t.Errorf("env %q, want the request's HOME", s.Process.Env)
 			}
 		}},
-		{"gated", norm(Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {
+		{"gated", norm(contract.Request{Lang: "python"}), dirs, true, func(t *testing.T, s *specs.Spec) {
 			if want := []string{oci.InitPath, "-g", "--", "python3", "-u", "/code/main.py"}; !slices.Equal(s.Process.Args, want) {
 				t.Errorf("args %q, want %q", s.Process.Args, want)
 			}
@@ -235,22 +236,22 @@ func TestLinkInit(t *testing.T) {
 // TestPresetsAreCopies: what Presets and LookupPreset return cannot change
 // what a sandbox runs.
 func TestPresetsAreCopies(t *testing.T) {
-	p, err := LookupPreset("python")
+	p, err := contract.LookupPreset("python")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Command[0], p.Env[0], p.Image = "sh", "X=1", "evil"
-	ps := Presets()
+	ps := contract.Presets()
 	ps[0].Command[0] = "sh"
-	again, _ := LookupPreset("python")
+	again, _ := contract.LookupPreset("python")
 	if again.Command[0] != "python3" || again.Env[0] != "PYTHONDONTWRITEBYTECODE=1" || again.Image != "boxer/python" {
 		t.Errorf("preset changed through a copy: %+v", again)
 	}
-	first, _ := LookupPreset(ps[0].Name)
+	first, _ := contract.LookupPreset(ps[0].Name)
 	if first.Command[0] == "sh" {
 		t.Error("Presets handed out the preset itself")
 	}
-	for _, p := range Presets() {
+	for _, p := range contract.Presets() {
 		if p.Example == "" {
 			t.Errorf("preset %s has no example", p.Name)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -38,15 +39,15 @@ import (
 // unless the caps are reached or another process is making one of that
 // shape: then id is empty. The standby is left on the host: the caller
 // removes it at until with ExpireStandby.
-func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duration) (id string, until time.Time, err error) {
+func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle time.Duration) (id string, until time.Time, err error) {
 	req, err = req.Normalize()
 	if err != nil {
 		return "", until, err
 	}
-	if !StandbyEligible(req) {
+	if !contract.StandbyEligible(req) {
 		return "", until, errors.New("a run with secrets or network egress has no standby")
 	}
-	key := standbyKey(req)
+	key := contract.StandbyKey(req)
 	unlock, ok, err := r.lock(ctx, reaper.StandbyLeasePrefix+key)
 	if err != nil || !ok {
 		return "", until, err
@@ -56,7 +57,7 @@ func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duratio
 	if err != nil {
 		return "", until, err
 	}
-	if mine >= StandbyPerShape || all >= StandbyTotal {
+	if mine >= contract.StandbyPerShape || all >= contract.StandbyTotal {
 		return "", until, nil
 	}
 	rootfs, err := r.rootfsFor(ctx, req)
@@ -124,11 +125,11 @@ func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
 
 // claimStandby returns a standby of req's shape, claimed, with this
 // process's streams on it, or nil when there is none to claim.
-func (r *Runner) claimStandby(ctx context.Context, req Request) *sandbox {
-	if !r.useStandby || !StandbyEligible(req) {
+func (r *Runner) claimStandby(ctx context.Context, req contract.Request) *sandbox {
+	if !r.useStandby || !contract.StandbyEligible(req) {
 		return nil
 	}
-	key := standbyKey(req)
+	key := contract.StandbyKey(req)
 	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
 	if err != nil {
 		log.G(ctx).WithError(err).Debug("listing standbys")
@@ -217,7 +218,7 @@ func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, e
 // adopt turns a claimed standby into this process's sandbox for req: its
 // run directory is this process's, and its program's streams are attached
 // to this process. Its program is the gate's, still waiting for its line.
-func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request) (*sandbox, error) {
+func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract.Request) (*sandbox, error) {
 	sb := r.newSandbox(c.ID(), req, true)
 	sb.state, sb.container = stateHeld, c
 	if err := reaper.AdoptRunDir(sb.runDir); err != nil {
@@ -235,18 +236,18 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	// An image rebuilt since the standby was made (same name, new
 	// content) is the run's: the standby's root is not.
 	opCtx := context.WithoutCancel(ctx)
-	key, err := snapshots.ViewKey(opCtx, r.client, req.image())
+	key, err := snapshots.ViewKey(opCtx, r.client, req.ImageName())
 	if err != nil {
 		return sb, err
 	}
 	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
-		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.image())
+		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.ImageName())
 	}
 	sb.limits = sandboxLimits(req, r.host)
 	pr, pw := io.Pipe()
-	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
-	sb.stdout, sb.stderr = newCapped(req.OutputLimit, nil), newCapped(req.OutputLimit, nil)
-	sb.stderr.holdInitLine()
+	sb.stdin, sb.stdinW, sb.gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
+	sb.stdout, sb.stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)
+	sb.stderr.HoldInitLine()
 	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
 	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.stdin, stdout, stderr)))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 )
@@ -30,12 +31,12 @@ import (
 // hands the file to the maker it starts (which holds it while it makes
 // the standby) and closes its own copy. nil: the run leaves no standby,
 // and its sandbox is removed by Close.
-func (r *Runner) StandbyMakerLock(ctx context.Context, req Request) *os.File {
+func (r *Runner) StandbyMakerLock(ctx context.Context, req contract.Request) *os.File {
 	req, err := req.Normalize()
-	if err != nil || !StandbyEligible(req) {
+	if err != nil || !contract.StandbyEligible(req) {
 		return nil
 	}
-	key := standbyKey(req)
+	key := contract.StandbyKey(req)
 	f, err := lockFile(filepath.Join(r.stateDir, "standby", r.namespace+"-"+key+".lock"))
 	if err != nil {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
@@ -44,7 +45,7 @@ func (r *Runner) StandbyMakerLock(ctx context.Context, req Request) *os.File {
 		return nil
 	}
 	mine, all, err := r.standbys(ctx, key)
-	if err != nil || mine >= StandbyPerShape || all >= StandbyTotal {
+	if err != nil || mine >= contract.StandbyPerShape || all >= contract.StandbyTotal {
 		f.Close()
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/userns"
 	"github.com/containerd/log"
 )
@@ -83,13 +84,13 @@ func (sb *sandbox) wantsUserns() bool {
 // namespace, bound in its run directory.
 func (sb *sandbox) makeUserns() error {
 	if sb.req.UID >= userns.Size || sb.req.GID >= userns.Size {
-		return fieldErr(FieldUser, "must be below %d:%d in the sandbox's user namespace, not %d:%d", userns.Size, userns.Size, sb.req.UID, sb.req.GID)
+		return contract.FieldErr(contract.FieldUser, "must be below %d:%d in the sandbox's user namespace, not %d:%d", userns.Size, userns.Size, sb.req.UID, sb.req.GID)
 	}
 	// A sandbox with egress gets its network namespace here, owned by
 	// its user namespace (runc could not mount a fresh sysfs in one of
 	// the host's); attachLink wires it.
 	var netPath string
-	if sb.req.egress() {
+	if sb.req.HasEgress() {
 		netPath = filepath.Join(sb.runDir, "netns")
 	}
 	ns, err := userns.Make(sb.r.userns.opts, sb.runDir, usernsFile(sb.runDir), netPath)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,10 +54,10 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 func checkTree(src string, budget int64) error {
 	st, err := os.Stat(src)
 	if err != nil {
-		return fieldErr(FieldCopyIn, "%s: %v", src, err)
+		return contract.FieldErr(contract.FieldCopyIn, "%s: %v", src, err)
 	}
 	if !st.IsDir() {
-		return fieldErr(FieldCopyIn, "%s is not a directory", src)
+		return contract.FieldErr(contract.FieldCopyIn, "%s is not a directory", src)
 	}
 	var total int64
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -78,21 +79,21 @@ func checkTree(src string, budget int64) error {
 				return err
 			}
 			if filepath.IsAbs(target) || !filepath.IsLocal(filepath.Join(filepath.Dir(rel), target)) {
-				return fieldErr(FieldCopyIn, "%s: refusing symlink %s -> %s: it points outside the directory", src, rel, target)
+				return contract.FieldErr(contract.FieldCopyIn, "%s: refusing symlink %s -> %s: it points outside the directory", src, rel, target)
 			}
 		default:
-			return fieldErr(FieldCopyIn, "%s: refusing special file %s (%s)", src, rel, t.Type())
+			return contract.FieldErr(contract.FieldCopyIn, "%s: refusing special file %s (%s)", src, rel, t.Type())
 		}
 		return nil
 	})
-	var fe *FieldError
+	var fe *contract.FieldError
 	if errors.As(err, &fe) {
 		return err
 	} else if err != nil {
-		return fieldErr(FieldCopyIn, "%s: %v", src, err)
+		return contract.FieldErr(contract.FieldCopyIn, "%s: %v", src, err)
 	}
 	if total > budget {
-		return fieldErr(FieldCopyIn, "%s holds %d bytes, more than the workspace's %d: raise {tmp_size}", src, total, budget)
+		return contract.FieldErr(contract.FieldCopyIn, "%s holds %d bytes, more than the workspace's %d: raise {tmp_size}", src, total, budget)
 	}
 	return nil
 }
@@ -160,7 +161,7 @@ func writeFilesRoot(root *os.Root, files map[string][]byte, uid, gid uint32) err
 				_ = root.Lchown(d, int(uid), int(gid))
 			}
 		}
-		f, err := openRegular(root, FieldFiles, name, abs, os.O_WRONLY|os.O_CREATE, 0o644)
+		f, err := openRegular(root, contract.FieldFiles, name, abs, os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			return fmt.Errorf("writing files: %w", fsError(abs, err))
 		}
@@ -197,7 +198,7 @@ func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 // files are skipped), at most budget bytes in all, and never outside dst
 // (every write goes through an os.Root). It returns what it copied and how
 // many entries it skipped.
-func copyOut(src, dst string, budget int64) ([]File, int, error) {
+func copyOut(src, dst string, budget int64) ([]contract.File, int, error) {
 	from, err := os.OpenRoot(src)
 	if err != nil {
 		return nil, 0, fmt.Errorf("copying out: %w", err)
@@ -208,7 +209,7 @@ func copyOut(src, dst string, budget int64) ([]File, int, error) {
 
 // copyOutOf is copyOut from a root: every read stays inside it, even while
 // the sandbox still runs and changes the tree (a session's).
-func copyOutOf(from *os.Root, dst string, budget int64) ([]File, int, error) {
+func copyOutOf(from *os.Root, dst string, budget int64) ([]contract.File, int, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("copying out to %s: %w", dst, err)
 	}
@@ -217,7 +218,7 @@ func copyOutOf(from *os.Root, dst string, budget int64) ([]File, int, error) {
 		return nil, 0, fmt.Errorf("copying out to %s: %w", dst, err)
 	}
 	defer root.Close()
-	var files []File
+	var files []contract.File
 	skipped, entries := 0, 0
 	err = fs.WalkDir(from.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -262,7 +263,7 @@ func copyOutOf(from *os.Root, dst string, budget int64) ([]File, int, error) {
 				return nil
 			}
 			budget -= n
-			files = append(files, File{Path: rel, Size: n})
+			files = append(files, contract.File{Path: rel, Size: n})
 		default:
 			// Symlinks, FIFOs, sockets, devices.
 			skipped++
@@ -304,22 +305,22 @@ func copyOutFile(root *os.Root, rel string, from *os.Root, info fs.FileInfo) (in
 // files skipped), each read through O_NOFOLLOW and checked again once
 // open, at most budget bytes of content in all. A file larger than what is
 // left is listed, truncated, without content.
-func returnFiles(src string, globs []string, budget int64) []ReturnedFile {
+func returnFiles(src string, globs []string, budget int64) []contract.ReturnedFile {
 	from, err := os.OpenRoot(src)
 	if err != nil {
 		return nil
 	}
 	defer from.Close()
-	var out []ReturnedFile
+	var out []contract.ReturnedFile
 	entries := 0
 	_ = fs.WalkDir(from.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
-		if entries++; entries > maxCopyOutEntries || len(out) >= maxReturnFiles {
+		if entries++; entries > maxCopyOutEntries || len(out) >= contract.MaxReturnFiles {
 			return fs.SkipAll
 		}
-		if rel == "." || !d.Type().IsRegular() || !matchesAny(globs, rel) {
+		if rel == "." || !d.Type().IsRegular() || !contract.MatchesAny(globs, rel) {
 			return nil
 		}
 		f, ok := returnFile(from, rel, budget)
@@ -335,29 +336,29 @@ func returnFiles(src string, globs []string, budget int64) []ReturnedFile {
 // returnFile reads one file of at most budget bytes; a larger one comes
 // back truncated, without content. ok is false when the file is not a
 // regular file once open (it was swapped for something else).
-func returnFile(from *os.Root, rel string, budget int64) (ReturnedFile, bool) {
+func returnFile(from *os.Root, rel string, budget int64) (contract.ReturnedFile, bool) {
 	in, err := from.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return ReturnedFile{}, false
+		return contract.ReturnedFile{}, false
 	}
 	defer in.Close()
 	st, err := in.Stat()
 	if err != nil || !st.Mode().IsRegular() {
-		return ReturnedFile{}, false
+		return contract.ReturnedFile{}, false
 	}
-	f := ReturnedFile{Path: rel, Size: st.Size()}
+	f := contract.ReturnedFile{Path: rel, Size: st.Size()}
 	if st.Size() > budget {
 		head := make([]byte, 512)
 		n, _ := io.ReadFull(in, head)
-		f.MediaType, f.Truncated = mediaType(rel, head[:n]), true
+		f.MediaType, f.Truncated = contract.MediaType(rel, head[:n]), true
 		return f, true
 	}
 	// The size is checked while reading too: the file may grow.
 	data, err := io.ReadAll(io.LimitReader(in, budget+1))
 	if err != nil {
-		return ReturnedFile{}, false
+		return contract.ReturnedFile{}, false
 	}
-	f.MediaType = mediaType(rel, data)
+	f.MediaType = contract.MediaType(rel, data)
 	if int64(len(data)) > budget {
 		f.Size, f.Truncated = int64(len(data)), true
 		return f, true

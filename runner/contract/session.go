@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A session's types, on every platform: its request, a call, their checks.
 
@@ -175,19 +175,19 @@ func EndText(reason string) string {
 
 // normalize fills in a session request's defaults within max and refuses
 // what a session cannot have.
-func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, time.Duration, time.Duration, error) {
+func (sr SessionRequest) Normalize(max Maxima, smax SessionMaxima) (Request, time.Duration, time.Duration, error) {
 	req := sr.Request
 	if len(req.Code) > 0 {
-		return req, 0, 0, fieldErr(FieldCode, "is for a call: a session is made empty, code runs in it with each call")
+		return req, 0, 0, FieldErr(FieldCode, "is for a call: a session is made empty, code runs in it with each call")
 	}
 	if len(req.Args) > 0 {
-		return req, 0, 0, fieldErr(FieldCommand, "is not available for sessions: a session runs its language's calls")
+		return req, 0, 0, FieldErr(FieldCommand, "is not available for sessions: a session runs its language's calls")
 	}
 	if req.Lang == "" {
-		return req, 0, 0, fieldErr(FieldLang, "is required for a session: one of %s", strings.Join(PresetNames(), ", "))
+		return req, 0, 0, FieldErr(FieldLang, "is required for a session: one of %s", strings.Join(PresetNames(), ", "))
 	}
 	if req.CopyOut != "" || len(req.ReturnFiles) > 0 {
-		return req, 0, 0, fieldErr(FieldReturnFiles, "is for a call, not for making a session")
+		return req, 0, 0, FieldErr(FieldReturnFiles, "is for a call, not for making a session")
 	}
 	req, err := req.NormalizeWithin(max)
 	if err != nil {
@@ -196,22 +196,22 @@ func (sr SessionRequest) normalize(max Maxima, smax SessionMaxima) (Request, tim
 	idle, lifetime := sr.Idle, sr.Lifetime
 	for _, err := range []error{
 		capLimit(FieldIdle, &idle, DefaultSessionIdle, smax.Idle),
-		capLimit(FieldLifetime, &lifetime, DefaultSessionLifetime, or(smax.Lifetime, DefaultMaxSessionLifetime)),
+		capLimit(FieldLifetime, &lifetime, DefaultSessionLifetime, Or(smax.Lifetime, DefaultMaxSessionLifetime)),
 	} {
 		if err != nil {
 			return req, 0, 0, err
 		}
 	}
 	if idle < time.Second || lifetime < time.Second {
-		return req, 0, 0, fieldErr(FieldIdle, "and {lifetime} must be at least 1s")
+		return req, 0, 0, FieldErr(FieldIdle, "and {lifetime} must be at least 1s")
 	}
 	return req, idle, lifetime, nil
 }
 
 // normalize fills in a call's defaults from its session's request, within
 // max.
-func (c SessionCall) normalize(session Request, max Maxima) (SessionCall, error) {
-	r := Request{Timeout: or(c.Timeout, session.Timeout), OutputLimit: or(c.OutputLimit, session.OutputLimit)}
+func (c SessionCall) Normalize(session Request, max Maxima) (SessionCall, error) {
+	r := Request{Timeout: Or(c.Timeout, session.Timeout), OutputLimit: Or(c.OutputLimit, session.OutputLimit)}
 	for _, err := range []error{
 		capLimit(FieldTimeout, &r.Timeout, session.Timeout, max.Timeout),
 		capLimit(FieldOutputLimit, &r.OutputLimit, session.OutputLimit, max.OutputLimit),
@@ -223,7 +223,7 @@ func (c SessionCall) normalize(session Request, max Maxima) (SessionCall, error)
 		}
 	}
 	c.Timeout, c.OutputLimit = r.Timeout, r.OutputLimit
-	c.ReturnBytes = or(or(c.ReturnBytes, max.ReturnBytes), DefaultReturnBytes)
+	c.ReturnBytes = Or(Or(c.ReturnBytes, max.ReturnBytes), DefaultReturnBytes)
 	r.ReturnFiles, r.ReturnBytes = c.ReturnFiles, c.ReturnBytes
 	return c, r.checkReturnFiles()
 }

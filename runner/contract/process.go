@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A session's processes, on every platform: what starting one asks, what
 // listing them says, and what following one's output gets.
@@ -101,28 +101,28 @@ type ProcessEvent struct {
 var ErrProcessNotFound = errors.New("no such process in the session")
 
 // check refuses what cannot start.
-func (p *ProcessRequest) check() error {
+func (p *ProcessRequest) Check() error {
 	if len(p.Args) == 0 || p.Args[0] == "" {
-		return fieldErr(FieldArgs, "is required: the command and its arguments")
+		return FieldErr(FieldArgs, "is required: the command and its arguments")
 	}
 	for _, a := range p.Args {
 		if strings.ContainsRune(a, 0) {
-			return fieldErr(FieldArgs, "must not contain NUL bytes")
+			return FieldErr(FieldArgs, "must not contain NUL bytes")
 		}
 	}
 	for _, kv := range p.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(kv, 0) {
-			return fieldErr(FieldEnv, "entry %q is not NAME=value", kv)
+			return FieldErr(FieldEnv, "entry %q is not NAME=value", kv)
 		}
 	}
 	if p.Cwd != "" && !strings.HasPrefix(p.Cwd, "/") {
-		return fieldErr(FieldCwd, "must be an absolute path in the sandbox, got %q", p.Cwd)
+		return FieldErr(FieldCwd, "must be an absolute path in the sandbox, got %q", p.Cwd)
 	}
 	if len(p.Tag) > maxTagLen || strings.ContainsAny(p.Tag, "\x00\n") {
-		return fieldErr(FieldTag, "must be one line of at most %d bytes", maxTagLen)
+		return FieldErr(FieldTag, "must be one line of at most %d bytes", maxTagLen)
 	}
 	if p.PTY != nil && (p.PTY.Cols == 0 || p.PTY.Rows == 0 || p.PTY.Cols > 1000 || p.PTY.Rows > 1000) {
-		return fieldErr(FieldPTY, "size must be 1-1000 columns and rows, got %dx%d", p.PTY.Cols, p.PTY.Rows)
+		return FieldErr(FieldPTY, "size must be 1-1000 columns and rows, got %dx%d", p.PTY.Cols, p.PTY.Rows)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func ParseSignal(s string) (syscall.Signal, error) {
 	if _, err := fmt.Sscanf(s, "%d", &n); err == nil && fmt.Sprint(n) == s && n > 0 && n < 65 {
 		return syscall.Signal(n), nil
 	}
-	return 0, fieldErr(FieldSignal, "%q is not a signal: use a name such as TERM, KILL, INT, HUP or a number", s)
+	return 0, FieldErr(FieldSignal, "%q is not a signal: use a name such as TERM, KILL, INT, HUP or a number", s)
 }
 
 var signalNames = map[string]syscall.Signal{

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A session's files as its callers see them, on every platform: entries, events, errors.
 
@@ -71,16 +71,16 @@ type FileEvent struct {
 // caller's context ends, the session ends or the watch fails; then Err
 // says why.
 type SessionWatch struct {
-	Events <-chan FileEvent
-	err    error
-	done   chan struct{}
+	Events  <-chan FileEvent
+	Failure error
+	Done    chan struct{}
 }
 
 // Err is why the watch ended, once Events is closed: nil when the
 // caller's context ended, a SessionEndedError when the session did.
 func (w *SessionWatch) Err() error {
-	<-w.done
-	return w.err
+	<-w.Done
+	return w.Failure
 }
 
 // ErrSessionFull is a write that did not fit in a session's files, which
@@ -108,7 +108,7 @@ var (
 
 // The longest path (PATH_MAX) and name (NAME_MAX) Linux takes.
 const (
-	maxPathBytes = 4096
+	MaxPathBytes = 4096
 	maxNameBytes = 255
 )
 
@@ -134,7 +134,7 @@ func (e *PathError) Error() string {
 	case ErrNotRegular:
 		return fmt.Sprintf("%s is a %s, not a regular file: only regular files are read and written (remove it first to write a file there)", e.Path, e.Type)
 	case ErrNameTooLong:
-		return fmt.Sprintf("%s: too long: a path takes at most %d bytes, a name in it %d", e.Path, maxPathBytes, maxNameBytes)
+		return fmt.Sprintf("%s: too long: a path takes at most %d bytes, a name in it %d", e.Path, MaxPathBytes, maxNameBytes)
 	case ErrLeadsOut:
 		return fmt.Sprintf("%s: no such file in the session: a symlink on the way leads out of /workspace, /tmp or %s, whichever it starts in", e.Path, SessionHome)
 	}
@@ -155,7 +155,7 @@ const maxPathShown = 160
 
 // cutPath is p as an error names it: whole if short, else its start and
 // its end with how long it is between them.
-func cutPath(p string) string {
+func CutPath(p string) string {
 	if len(p) <= maxPathShown {
 		return p
 	}

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A code interpreter's cells: calls in a context, with typed records.
 
@@ -87,9 +87,9 @@ type cellSpec struct {
 
 // check refuses a cell the interpreter could not run; interpreter tells
 // a session of lang that has one.
-func (c *Cell) check(lang string, interpreter bool) error {
+func (c *Cell) Check(lang string, interpreter bool) error {
 	if !interpreter {
-		return fieldErr(FieldLang, "%q has no interpreter that keeps state: cells need a python or python-data session", lang)
+		return FieldErr(FieldLang, "%q has no interpreter that keeps state: cells need a python or python-data session", lang)
 	}
 	switch c.Op {
 	case "", CellExec, CellCreate, CellReset, CellDrop:
@@ -99,18 +99,18 @@ func (c *Cell) check(lang string, interpreter bool) error {
 	for _, env := range []map[string]string{c.GlobalEnv, c.Env} {
 		for k, v := range env {
 			if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-				return fieldErr(FieldEnv, "%q: a variable's name is not empty and holds no '=' or NUL, its value no NUL", k)
+				return FieldErr(FieldEnv, "%q: a variable's name is not empty and holds no '=' or NUL, its value no NUL", k)
 			}
 		}
 	}
 	if c.Op == CellCreate && !strings.HasPrefix(c.Cwd, "/") {
-		return fieldErr("cwd", "must be an absolute path in the sandbox, not %q", c.Cwd)
+		return FieldErr("cwd", "must be an absolute path in the sandbox, not %q", c.Cwd)
 	}
 	return nil
 }
 
 // spec is what the driver reads for the cell with code.
-func (c *Cell) spec(code []byte) ([]byte, error) {
+func (c *Cell) Spec(code []byte) ([]byte, error) {
 	op := c.Op
 	if op == "" {
 		op = CellExec
@@ -120,19 +120,19 @@ func (c *Cell) spec(code []byte) ([]byte, error) {
 
 // cellRecords splits a cell's "rec" frames into records: JSON lines, a
 // record split across frames where it is longer than one.
-type cellRecords struct {
-	cell *Cell
+type CellRecords struct {
+	Cell *Cell
 	line []byte
 	// n counts the record's bytes; over tells one being dropped (over
 	// cellMaxRecord) until its end.
 	n    int
 	over bool
 	// warn says what was dropped, on the cell's stderr.
-	warn func(string)
+	Warn func(string)
 }
 
 // write takes one frame's data.
-func (r *cellRecords) write(data []byte) {
+func (r *CellRecords) Write(data []byte) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		part := data
@@ -156,18 +156,18 @@ func (r *cellRecords) write(data []byte) {
 }
 
 // end ends the record under way.
-func (r *cellRecords) end() {
+func (r *CellRecords) end() {
 	defer func() { r.line, r.over, r.n = nil, false, 0 }()
 	if r.over {
-		r.warn(fmt.Sprintf("boxer: a result of %d bytes was dropped: it is over %d MiB\n", r.n, cellMaxRecord>>20))
+		r.Warn(fmt.Sprintf("boxer: a result of %d bytes was dropped: it is over %d MiB\n", r.n, cellMaxRecord>>20))
 		return
 	}
 	var rec CellRecord
 	if err := json.Unmarshal(r.line, &rec); err != nil {
-		r.warn(fmt.Sprintf("boxer: a record of the interpreter's is not JSON: %v\n", err))
+		r.Warn(fmt.Sprintf("boxer: a record of the interpreter's is not JSON: %v\n", err))
 		return
 	}
-	if r.cell.Record != nil {
-		r.cell.Record(rec)
+	if r.Cell.Record != nil {
+		r.Cell.Record(rec)
 	}
 }

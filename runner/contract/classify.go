@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"strings"
@@ -8,41 +8,41 @@ import (
 )
 
 // exitFacts are what is known of a sandbox once its program has ended.
-type exitFacts struct {
+type ExitFacts struct {
 	// status is the exit status containerd reports: the program's code, or
 	// 128+N for a death by signal N (the shim reports it like a shell).
-	status uint32
+	Status uint32
 	// timedOut and interrupted say that boxer killed the sandbox, at the
 	// deadline or because its caller went away.
-	timedOut, interrupted bool
+	TimedOut, Interrupted bool
 	// oomKills is the sandbox cgroup's OOM kill counter.
-	oomKills uint64
+	OOMKills uint64
 }
 
 // outcome is how a run ended, as the Result says it.
 type outcome struct {
-	status string
-	code   int
-	signal string
+	Status string
+	Code   int
+	Signal string
 }
 
 // classify tells how a run ended from its facts. A program that exits with
 // 128+N by itself reads as killed by signal N: containerd's shim reports
 // both the same way. OOM is never guessed from 137: the cgroup's counter
 // decides.
-func classify(f exitFacts) outcome {
-	o := outcome{status: StatusExited, code: int(f.status)}
-	if o.code > 128 && o.code <= 128+64 {
-		o.signal = unix.SignalName(syscall.Signal(o.code - 128))
-		o.status = StatusKilled
+func Classify(f ExitFacts) outcome {
+	o := outcome{Status: StatusExited, Code: int(f.Status)}
+	if o.Code > 128 && o.Code <= 128+64 {
+		o.Signal = unix.SignalName(syscall.Signal(o.Code - 128))
+		o.Status = StatusKilled
 	}
 	switch {
-	case f.interrupted:
-		o.status = StatusKilled
-	case f.timedOut:
-		o.status, o.code = StatusTimeout, ExitTimeout
-	case f.oomKills > 0 && o.code == ExitOOM:
-		o.status = StatusOOM
+	case f.Interrupted:
+		o.Status = StatusKilled
+	case f.TimedOut:
+		o.Status, o.Code = StatusTimeout, ExitTimeout
+	case f.OOMKills > 0 && o.Code == ExitOOM:
+		o.Status = StatusOOM
 	}
 	return o
 }
@@ -55,7 +55,7 @@ func classify(f exitFacts) outcome {
 // there is no typed error to test, so their exec errors are matched here,
 // as docker does, and nowhere else in boxer. The messages each runtime
 // gives are in TestExecFailure.
-func execFailure(msg string) (code int, detail string, ok bool) {
+func ExecFailure(msg string) (code int, detail string, ok bool) {
 	i := -1
 	for _, marker := range []string{"exec: ", "error finding executable ", "failed to load "} {
 		if i = strings.Index(msg, marker); i >= 0 {
@@ -88,12 +88,12 @@ const initExecPrefix = "boxer-init: "
 // (execFailure reads them as it reads the runtime's). The program never
 // ran; were it to forge this, it would only change how its own result is
 // told.
-func initExecFailure(status uint32, stdout, stderr string) (detail string, ok bool) {
+func InitExecFailure(status uint32, stdout, stderr string) (detail string, ok bool) {
 	line, ok := strings.CutPrefix(stderr, initExecPrefix)
 	if !ok || stdout != "" || strings.IndexByte(line, '\n') != len(line)-1 {
 		return "", false
 	}
-	code, detail, ok := execFailure(strings.TrimSuffix(line, "\n"))
+	code, detail, ok := ExecFailure(strings.TrimSuffix(line, "\n"))
 	if !ok || uint32(code) != status {
 		return "", false
 	}

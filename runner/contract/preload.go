@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"path"
@@ -14,7 +14,7 @@ const FieldPreload = "preload"
 // preloadDir holds the hook (as sitecustomize.py) and the module list, in
 // the read-only code directory; first on PYTHONPATH until the hook takes it
 // off (preload_linux.go).
-const preloadDir = ".boxer-preload"
+const PreloadDir = ".boxer-preload"
 
 // maxPreload bounds the modules of one preload list.
 const maxPreload = 64
@@ -53,13 +53,13 @@ func ParsePreloads(entries []string) (Preloads, error) {
 	for _, e := range entries {
 		lang, list, ok := strings.Cut(strings.TrimSpace(e), "=")
 		if !ok || lang == "" {
-			return nil, fieldErr(FieldPreload, "%q must be LANG=MODULE,MODULE (LANG= for none)", e)
+			return nil, FieldErr(FieldPreload, "%q must be LANG=MODULE,MODULE (LANG= for none)", e)
 		}
 		if _, err := LookupPreset(lang); err != nil {
-			return nil, fieldErr(FieldPreload, "%q names unknown language %q: use one of %s", e, lang, strings.Join(PresetNames(), ", "))
+			return nil, FieldErr(FieldPreload, "%q names unknown language %q: use one of %s", e, lang, strings.Join(PresetNames(), ", "))
 		}
 		if !Preloadable(lang) {
-			return nil, fieldErr(FieldPreload, "%q: %s's interpreter cannot be preloaded (only python's can)", e, lang)
+			return nil, FieldErr(FieldPreload, "%q: %s's interpreter cannot be preloaded (only python's can)", e, lang)
 		}
 		mods := []string{}
 		for _, m := range strings.Split(list, ",") {
@@ -79,12 +79,12 @@ func ParsePreloads(entries []string) (Preloads, error) {
 // identifiers), which the hook imports one by one.
 func checkModules(mods []string) error {
 	if len(mods) > maxPreload {
-		return fieldErr(FieldPreload, "names %d modules, more than %d", len(mods), maxPreload)
+		return FieldErr(FieldPreload, "names %d modules, more than %d", len(mods), maxPreload)
 	}
 	for _, m := range mods {
 		for _, part := range strings.Split(m, ".") {
 			if !identifier(part) {
-				return fieldErr(FieldPreload, "%q is not a Python module name (like numpy or matplotlib.pyplot)", m)
+				return FieldErr(FieldPreload, "%q is not a Python module name (like numpy or matplotlib.pyplot)", m)
 			}
 		}
 	}
@@ -110,14 +110,14 @@ func (r Request) checkPreload() error {
 		return nil
 	}
 	if !Preloadable(r.Lang) {
-		return fieldErr(FieldPreload, "is for python's presets ({lang} python or python-data): only their interpreter can be preloaded")
+		return FieldErr(FieldPreload, "is for python's presets ({lang} python or python-data): only their interpreter can be preloaded")
 	}
 	return checkModules(r.Preload)
 }
 
 // withPreloadPath puts the hook's directory first on env's PYTHONPATH.
-func withPreloadPath(env []string) []string {
-	dir := path.Join(oci.CodeDir, preloadDir)
+func WithPreloadPath(env []string) []string {
+	dir := path.Join(oci.CodeDir, PreloadDir)
 	for i, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PYTHONPATH="); ok {
 			out := append([]string(nil), env...)

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A session's ports, as its clients see them (session_port_linux.go).
 

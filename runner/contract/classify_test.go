@@ -1,29 +1,29 @@
-package runner
+package contract
 
 import "testing"
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		name  string
-		facts exitFacts
+		facts ExitFacts
 		want  outcome
 	}{
-		{"success", exitFacts{status: 0}, outcome{StatusExited, 0, ""}},
-		{"failure", exitFacts{status: 3}, outcome{StatusExited, 3, ""}},
-		{"128 is a code", exitFacts{status: 128}, outcome{StatusExited, 128, ""}},
-		{"SIGSEGV", exitFacts{status: 139}, outcome{StatusKilled, 139, "SIGSEGV"}},
-		{"SIGKILL without OOM", exitFacts{status: 137}, outcome{StatusKilled, 137, "SIGKILL"}},
-		{"OOM", exitFacts{status: 137, oomKills: 1}, outcome{StatusOOM, 137, "SIGKILL"}},
-		{"OOM kill of a child, program exits 1", exitFacts{status: 1, oomKills: 1}, outcome{StatusExited, 1, ""}},
-		{"timeout", exitFacts{status: 137, timedOut: true}, outcome{StatusTimeout, ExitTimeout, "SIGKILL"}},
-		{"timeout wins over OOM", exitFacts{status: 137, timedOut: true, oomKills: 1}, outcome{StatusTimeout, ExitTimeout, "SIGKILL"}},
-		{"interrupted", exitFacts{status: 137, interrupted: true}, outcome{StatusKilled, 137, "SIGKILL"}},
-		{"exited before the interruption", exitFacts{status: 0, interrupted: true}, outcome{StatusKilled, 0, ""}},
-		{"above the signals", exitFacts{status: 200}, outcome{StatusExited, 200, ""}},
+		{"success", ExitFacts{Status: 0}, outcome{StatusExited, 0, ""}},
+		{"failure", ExitFacts{Status: 3}, outcome{StatusExited, 3, ""}},
+		{"128 is a code", ExitFacts{Status: 128}, outcome{StatusExited, 128, ""}},
+		{"SIGSEGV", ExitFacts{Status: 139}, outcome{StatusKilled, 139, "SIGSEGV"}},
+		{"SIGKILL without OOM", ExitFacts{Status: 137}, outcome{StatusKilled, 137, "SIGKILL"}},
+		{"OOM", ExitFacts{Status: 137, OOMKills: 1}, outcome{StatusOOM, 137, "SIGKILL"}},
+		{"OOM kill of a child, program exits 1", ExitFacts{Status: 1, OOMKills: 1}, outcome{StatusExited, 1, ""}},
+		{"timeout", ExitFacts{Status: 137, TimedOut: true}, outcome{StatusTimeout, ExitTimeout, "SIGKILL"}},
+		{"timeout wins over OOM", ExitFacts{Status: 137, TimedOut: true, OOMKills: 1}, outcome{StatusTimeout, ExitTimeout, "SIGKILL"}},
+		{"interrupted", ExitFacts{Status: 137, Interrupted: true}, outcome{StatusKilled, 137, "SIGKILL"}},
+		{"exited before the interruption", ExitFacts{Status: 0, Interrupted: true}, outcome{StatusKilled, 0, ""}},
+		{"above the signals", ExitFacts{Status: 200}, outcome{StatusExited, 200, ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := classify(tc.facts); got != tc.want {
+			if got := Classify(tc.facts); got != tc.want {
 				t.Errorf("classify(%+v) = %+v, want %+v", tc.facts, got, tc.want)
 			}
 		})
@@ -65,7 +65,7 @@ func TestExecFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.runtime, func(t *testing.T) {
-			code, detail, ok := execFailure(tc.msg)
+			code, detail, ok := ExecFailure(tc.msg)
 			if !ok || code != tc.code || detail != tc.detail {
 				t.Errorf("execFailure(%q) = %d, %q, %v; want %d, %q", tc.msg, code, detail, ok, tc.code, tc.detail)
 			}
@@ -77,7 +77,7 @@ func TestExecFailure(t *testing.T) {
 		"starting sandbox: failed to create shim task: context deadline exceeded",
 		runscStart + "cannot run with network enabled in root network namespace",
 	} {
-		if code, _, ok := execFailure(msg); ok {
+		if code, _, ok := ExecFailure(msg); ok {
 			t.Errorf("execFailure(%q) = %d: not a command's failure", msg, code)
 		}
 	}
@@ -107,7 +107,7 @@ func TestInitExecFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := initExecFailure(tc.status, tc.stdout, tc.stderr)
+			got, ok := InitExecFailure(tc.status, tc.stdout, tc.stderr)
 			if got != tc.want || ok != (tc.want != "") {
 				t.Errorf("initExecFailure = %q, %v; want %q", got, ok, tc.want)
 			}

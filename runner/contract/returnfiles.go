@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"mime"
@@ -15,7 +15,7 @@ const (
 	// maxReturnPatterns bounds a request's globs.
 	maxReturnPatterns = 32
 	// maxReturnFiles bounds the files a result lists.
-	maxReturnFiles = 1000
+	MaxReturnFiles = 1000
 )
 
 // ReturnedFile is a file of /workspace a result carries back: its content
@@ -35,25 +35,25 @@ type ReturnedFile struct {
 // /workspace, or not globs.
 func (r Request) checkReturnFiles() error {
 	if len(r.ReturnFiles) > maxReturnPatterns {
-		return fieldErr(FieldReturnFiles, "has %d patterns, more than %d", len(r.ReturnFiles), maxReturnPatterns)
+		return FieldErr(FieldReturnFiles, "has %d patterns, more than %d", len(r.ReturnFiles), maxReturnPatterns)
 	}
 	for _, p := range r.ReturnFiles {
 		if p == "" || !filepath.IsLocal(p) || strings.ContainsRune(p, 0) || strings.Contains(p, `\`) {
-			return fieldErr(FieldReturnFiles, "%q must be a glob relative to /workspace, like *.png or out/*.csv", p)
+			return FieldErr(FieldReturnFiles, "%q must be a glob relative to /workspace, like *.png or out/*.csv", p)
 		}
 		if _, err := path.Match(p, ""); err != nil {
-			return fieldErr(FieldReturnFiles, "%q is not a glob: %v", p, err)
+			return FieldErr(FieldReturnFiles, "%q is not a glob: %v", p, err)
 		}
 	}
 	if len(r.ReturnFiles) > 0 && r.ReturnBytes < 1 {
-		return fieldErr(FieldReturnFiles, "needs a positive cap on the bytes returned")
+		return FieldErr(FieldReturnFiles, "needs a positive cap on the bytes returned")
 	}
 	return nil
 }
 
 // matchesAny reports whether rel (slash-separated) matches one of the
 // globs.
-func matchesAny(globs []string, rel string) bool {
+func MatchesAny(globs []string, rel string) bool {
 	for _, g := range globs {
 		if ok, _ := path.Match(g, rel); ok {
 			return true
@@ -63,7 +63,7 @@ func matchesAny(globs []string, rel string) bool {
 }
 
 // mediaType names a file's type by its extension, else by its first bytes.
-func mediaType(name string, head []byte) string {
+func MediaType(name string, head []byte) string {
 	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
 		return t
 	}

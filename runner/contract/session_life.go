@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A session's life, on every platform: paused, its time left, its figures.
 

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // Checkpoints of gVisor sessions, on every platform: errors and caps.
 

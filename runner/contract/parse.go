@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ func ParseSize(s string) (int64, error) {
 func ParseSizeLimit(field, s string) (int64, error) {
 	n, err := units.RAMInBytes(s)
 	if err != nil {
-		return 0, fieldErr(field, "must be a size, like 256m, 1g or 512MiB, not %q", s)
+		return 0, FieldErr(field, "must be a size, like 256m, 1g or 512MiB, not %q", s)
 	}
 	return n, CheckLimit(field, float64(n))
 }
@@ -36,7 +36,7 @@ func ParseSizeLimit(field, s string) (int64, error) {
 func ParseTimeout(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fieldErr(FieldTimeout, "must be a duration, like 30s or 2m, not %q", s)
+		return 0, FieldErr(FieldTimeout, "must be a duration, like 30s or 2m, not %q", s)
 	}
 	return d, CheckLimit(FieldTimeout, float64(d))
 }
@@ -50,7 +50,7 @@ func ParseUser(s string) (uint32, uint32, error) {
 	uid, err1 := strconv.ParseUint(u, 10, 32)
 	gid, err2 := strconv.ParseUint(g, 10, 32)
 	if err1 != nil || err2 != nil {
-		return 0, 0, fieldErr(FieldUser, "must be a numeric UID:GID, like 65534:65534, not %q", s)
+		return 0, 0, FieldErr(FieldUser, "must be a numeric UID:GID, like 65534:65534, not %q", s)
 	}
 	return uint32(uid), uint32(gid), nil
 }

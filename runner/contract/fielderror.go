@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"fmt"
@@ -86,12 +86,12 @@ func fields() []string {
 // Is makes a FieldError an ErrInvalid.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
-func fieldErr(field, format string, args ...any) *FieldError {
+func FieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func forbidden(field, format string, args ...any) *FieldError {
-	e := fieldErr(field, format, args...)
+	e := FieldErr(field, format, args...)
 	e.Forbidden = true
 	return e
 }
@@ -121,10 +121,10 @@ func CheckLimit(field string, v float64) error {
 	// --cpus is read by strconv.ParseFloat, which takes "NaN" and "Inf":
 	// neither is a limit, and NaN passes every comparison.
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return fieldErr(field, "must be a number, not %g", v)
+		return FieldErr(field, "must be a number, not %g", v)
 	}
 	if v < least {
-		return fieldErr(field, "%s, not %s", msg, formatLimit(field, v))
+		return FieldErr(field, "%s, not %s", msg, formatLimit(field, v))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"fmt"
@@ -17,11 +17,11 @@ const (
 	// the host's trust store and the run's own CA.
 	TrustBundle = "/run/boxer/ca-bundle.pem"
 	// secretEnvOption asks for a secret as an environment variable too.
-	secretEnvOption = ",env"
+	SecretEnvOption = ",env"
 )
 
 // trustEnv are the variables that point common clients at TrustBundle.
-var trustEnv = []string{
+var TrustEnv = []string{
 	"SSL_CERT_FILE=" + TrustBundle,
 	"REQUESTS_CA_BUNDLE=" + TrustBundle,
 	"CURL_CA_BUNDLE=" + TrustBundle,
@@ -32,18 +32,18 @@ var trustEnv = []string{
 
 // secretRef is one entry of Request.Secrets: a secret's name, and whether
 // the program also gets it as a variable.
-type secretRef struct {
+type SecretRef struct {
 	Name string
 	Env  bool
 }
 
 // parseSecretRef reads "NAME" or "NAME,env".
-func parseSecretRef(s string) (secretRef, error) {
-	name, env := strings.CutSuffix(s, secretEnvOption)
+func parseSecretRef(s string) (SecretRef, error) {
+	name, env := strings.CutSuffix(s, SecretEnvOption)
 	if err := secrets.CheckName(name); err != nil {
-		return secretRef{}, fieldErr(FieldSecrets, "%q: %v", s, err)
+		return SecretRef{}, FieldErr(FieldSecrets, "%q: %v", s, err)
 	}
-	return secretRef{Name: name, Env: env}, nil
+	return SecretRef{Name: name, Env: env}, nil
 }
 
 // checkSecrets refuses malformed and repeated entries of Secrets.
@@ -55,7 +55,7 @@ func (r Request) checkSecrets() error {
 			return err
 		}
 		if seen[ref.Name] {
-			return fieldErr(FieldSecrets, "name %s more than once", ref.Name)
+			return FieldErr(FieldSecrets, "name %s more than once", ref.Name)
 		}
 		seen[ref.Name] = true
 	}
@@ -63,8 +63,8 @@ func (r Request) checkSecrets() error {
 }
 
 // secretRefs are a checked request's secrets.
-func (r Request) secretRefs() []secretRef {
-	refs := make([]secretRef, 0, len(r.Secrets))
+func (r Request) SecretRefs() []SecretRef {
+	refs := make([]SecretRef, 0, len(r.Secrets))
 	for _, s := range r.Secrets {
 		if ref, err := parseSecretRef(s); err == nil {
 			refs = append(refs, ref)
@@ -83,10 +83,10 @@ func (r Request) secretsShape() string {
 }
 
 // secretPlan is what a run's secrets become.
-type secretPlan struct {
+type SecretPlan struct {
 	// Files are the secrets delivered in SecretsDir (Env: and as a
 	// variable), in request order.
-	Files []secretRef
+	Files []SecretRef
 	// Inject are the operator's rules this run uses: every secret of their
 	// templates is named by the request. Those secrets never enter the
 	// sandbox.
@@ -98,14 +98,14 @@ type secretPlan struct {
 // planSecrets sorts a request's secrets into delivered ones and injection
 // rules. A secret that any rule uses is the proxy's alone: it is never
 // delivered, even when the request does not name the rule's other secrets.
-func planSecrets(refs []secretRef, rules []secrets.Injection) secretPlan {
-	var p secretPlan
+func PlanSecrets(refs []SecretRef, rules []secrets.Injection) SecretPlan {
+	var p SecretPlan
 	named := map[string]bool{}
 	for _, ref := range refs {
 		named[ref.Name] = true
 		p.Names = append(p.Names, ref.Name)
 	}
-	injected := injectedSecrets(rules)
+	injected := InjectedSecrets(rules)
 	for _, rule := range rules {
 		if allNamed(rule.Template.Names(), named) {
 			p.Inject = append(p.Inject, rule)
@@ -120,7 +120,7 @@ func planSecrets(refs []secretRef, rules []secrets.Injection) secretPlan {
 }
 
 // injectedSecrets maps each secret the rules use to a host it goes to.
-func injectedSecrets(rules []secrets.Injection) map[string]string {
+func InjectedSecrets(rules []secrets.Injection) map[string]string {
 	hosts := map[string]string{}
 	for _, rule := range rules {
 		for _, n := range rule.Template.Names() {
@@ -140,7 +140,7 @@ func allNamed(names []string, named map[string]bool) bool {
 }
 
 // envNames are the secrets the program gets as variables.
-func (p secretPlan) envNames() []string {
+func (p SecretPlan) EnvNames() []string {
 	var names []string
 	for _, f := range p.Files {
 		if f.Env {
@@ -151,7 +151,7 @@ func (p secretPlan) envNames() []string {
 }
 
 // mounts says whether the sandbox needs its /run mount.
-func (p secretPlan) mounts() bool { return len(p.Files) > 0 || len(p.Inject) > 0 }
+func (p SecretPlan) Mounts() bool { return len(p.Files) > 0 || len(p.Inject) > 0 }
 
 // InjectedHeader names a header boxer's proxy set for a run (never its
 // value).
@@ -161,7 +161,7 @@ type InjectedHeader struct {
 }
 
 // injectedHeaders are the result's view of a plan's rules.
-func (p secretPlan) injectedHeaders() []InjectedHeader {
+func (p SecretPlan) InjectedHeaders() []InjectedHeader {
 	var out []InjectedHeader
 	for _, rule := range p.Inject {
 		out = append(out, InjectedHeader{Host: rule.Host, Header: rule.Header})
@@ -170,7 +170,7 @@ func (p secretPlan) injectedHeaders() []InjectedHeader {
 }
 
 // fileNames are the names of the delivered secrets.
-func (p secretPlan) fileNames() []string {
+func (p SecretPlan) FileNames() []string {
 	var names []string
 	for _, f := range p.Files {
 		names = append(names, f.Name)
@@ -183,7 +183,7 @@ func (p secretPlan) fileNames() []string {
 // values are in the program's environment, never in the spec. Like any
 // $(...), it drops the value's trailing newlines. As the gate does, it
 // unsets the PWD dash exports unless env sets it.
-func secretEnvScript(args, names, env []string) []string {
+func SecretEnvScript(args, names, env []string) []string {
 	var b strings.Builder
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") }) {
 		b.WriteString("unset PWD && ")

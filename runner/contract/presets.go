@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"path"
@@ -233,7 +233,7 @@ func Presets() []Preset {
 func LookupPreset(name string) (Preset, error) {
 	p, ok := presets[name]
 	if !ok {
-		return Preset{}, fieldErr(FieldLang, "names unknown language %q: use one of %s", name, strings.Join(PresetNames(), ", "))
+		return Preset{}, FieldErr(FieldLang, "names unknown language %q: use one of %s", name, strings.Join(PresetNames(), ", "))
 	}
 	p.Packages = slices.Clone(p.Packages)
 	p.Command = slices.Clone(p.Command)

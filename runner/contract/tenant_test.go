@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"errors"
@@ -7,29 +7,29 @@ import (
 )
 
 func TestTallyCeilings(t *testing.T) {
-	var tl tally
+	var tl Tally
 	var releases []func()
 	for i := range 2 {
-		rel, err := tl.take(HeldWatch, "a", 2, 0, 3)
+		rel, err := tl.Take(HeldWatch, "a", 2, 0, 3)
 		if err != nil {
 			t.Fatalf("watch %d of a: %v", i+1, err)
 		}
 		releases = append(releases, rel)
 	}
-	_, err := tl.take(HeldWatch, "a", 2, 0, 3)
+	_, err := tl.Take(HeldWatch, "a", 2, 0, 3)
 	var le *LimitError
 	if !errors.As(err, &le) || le.Limit != "max-watches-per-caller" || le.Max != 2 || le.Server || !strings.Contains(err.Error(), "max-watches-per-caller 2") {
 		t.Fatalf("a's third watch: %v, want a LimitError naming max-watches-per-caller 2", err)
 	}
-	relB, err := tl.take(HeldWatch, "b", 2, 0, 3)
+	relB, err := tl.Take(HeldWatch, "b", 2, 0, 3)
 	if err != nil {
 		t.Fatalf("b's watch beside a full a: %v", err)
 	}
-	if _, err := tl.take(HeldWatch, "c", 2, 0, 3); !errors.As(err, &le) || !le.Server || le.Limit != "max-watches" || le.Max != 3 {
+	if _, err := tl.Take(HeldWatch, "c", 2, 0, 3); !errors.As(err, &le) || !le.Server || le.Limit != "max-watches" || le.Max != 3 {
 		t.Fatalf("a watch past the server's 3: %v, want the server's LimitError", err)
 	}
 	// Other kinds are counted apart; others held elsewhere count too.
-	if _, err := tl.take(HeldProcess, "a", 3, 3, 0); !errors.As(err, &le) || le.Limit != "max-processes-per-caller" {
+	if _, err := tl.Take(HeldProcess, "a", 3, 3, 0); !errors.As(err, &le) || le.Limit != "max-processes-per-caller" {
 		t.Fatalf("a process past 3 running: %v", err)
 	}
 	releases[0]()
@@ -38,12 +38,12 @@ func TestTallyCeilings(t *testing.T) {
 	if got := tl.count(HeldWatch, "a"); got != 1 {
 		t.Errorf("a holds %d watches, want 1", got)
 	}
-	if _, err := tl.take(HeldWatch, "a", 2, 0, 3); err != nil {
+	if _, err := tl.Take(HeldWatch, "a", 2, 0, 3); err != nil {
 		t.Errorf("a's watch after one ended: %v", err)
 	}
 	// The CLI's caller "" has no ceiling of its own.
 	for range 5 {
-		if _, err := tl.take(HeldStream, "", 1, 0, 0); err != nil {
+		if _, err := tl.Take(HeldStream, "", 1, 0, 0); err != nil {
 			t.Fatalf("the CLI's stream: %v", err)
 		}
 	}
@@ -80,7 +80,7 @@ func TestCeilingDefaults(t *testing.T) {
 	}
 	for _, tc := range watches {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.c.serverWatches(tc.instances); got != tc.wantServer {
+			if got := tc.c.ServerWatches(tc.instances); got != tc.wantServer {
 				t.Errorf("serverWatches(%d) = %d, want %d", tc.instances, got, tc.wantServer)
 			}
 		})

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"encoding/json"
@@ -47,7 +47,7 @@ func TestStandbyRequestKeepsShape(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", data, err)
 		}
-		if got.Shape() != want.Shape() || standbyKey(got) != standbyKey(want) {
+		if got.Shape() != want.Shape() || StandbyKey(got) != StandbyKey(want) {
 			t.Errorf("shape changed on the way:\n got %+v\nwant %+v", got.Shape(), want.Shape())
 		}
 	}
@@ -75,7 +75,7 @@ func TestStandbyEligible(t *testing.T) {
 func TestStandbyKeyDiffers(t *testing.T) {
 	a, _ := Request{Lang: "python"}.Normalize()
 	b, _ := Request{Lang: "python", MemoryBytes: 100 << 20}.Normalize()
-	if standbyKey(a) == standbyKey(b) || len(standbyKey(a)) != 24 {
-		t.Errorf("keys %q and %q", standbyKey(a), standbyKey(b))
+	if StandbyKey(a) == StandbyKey(b) || len(StandbyKey(a)) != 24 {
+		t.Errorf("keys %q and %q", StandbyKey(a), StandbyKey(b))
 	}
 }

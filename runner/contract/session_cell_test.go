@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // A code interpreter's cells: their records and checks.
 
@@ -13,15 +13,15 @@ import (
 func TestCellRecords(t *testing.T) {
 	var got []CellRecord
 	var warned []string
-	r := &cellRecords{cell: &Cell{Record: func(rec CellRecord) { got = append(got, rec) }}, warn: func(s string) { warned = append(warned, s) }}
-	r.write([]byte(`{"kind":"count","count":1}` + "\n" + `{"kind":"result","main":true,"da`))
-	r.write([]byte(`ta":{"text/plain":"42"}}`))
-	r.write([]byte("\n"))
+	r := &CellRecords{Cell: &Cell{Record: func(rec CellRecord) { got = append(got, rec) }}, Warn: func(s string) { warned = append(warned, s) }}
+	r.Write([]byte(`{"kind":"count","count":1}` + "\n" + `{"kind":"result","main":true,"da`))
+	r.Write([]byte(`ta":{"text/plain":"42"}}`))
+	r.Write([]byte("\n"))
 	big := `{"kind":"result","data":{"image/png":"` + strings.Repeat("A", cellMaxRecord) + `"}}` + "\n"
 	for i := 0; i < len(big); i += 65536 {
-		r.write([]byte(big[i:min(i+65536, len(big))]))
+		r.Write([]byte(big[i:min(i+65536, len(big))]))
 	}
-	r.write([]byte("not json\n" + `{"kind":"error","name":"ValueError","value":"v","traceback":"t"}` + "\n"))
+	r.Write([]byte("not json\n" + `{"kind":"error","name":"ValueError","value":"v","traceback":"t"}` + "\n"))
 	if len(got) != 3 || got[0].Kind != "count" || got[0].Count != 1 || !got[1].Main || string(got[1].Data["text/plain"]) != `"42"` || got[2].Name != "ValueError" {
 		t.Errorf("records = %+v", got)
 	}
@@ -47,13 +47,13 @@ func TestCellCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.cell.check(tc.lang, tc.lang != "bash")
+			err := tc.cell.Check(tc.lang, tc.lang != "bash")
 			if (tc.says == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("check = %v, want %q", err, tc.says)
 			}
 		})
 	}
-	spec, err := (&Cell{Context: "c", Env: map[string]string{"A": "b"}}).spec([]byte("x + 1"))
+	spec, err := (&Cell{Context: "c", Env: map[string]string{"A": "b"}}).Spec([]byte("x + 1"))
 	var back cellSpec
 	if err != nil || json.Unmarshal(spec, &back) != nil || back.Op != CellExec || back.Code != "x + 1" || back.Context != "c" || back.Env["A"] != "b" {
 		t.Errorf("spec = %s, %v", spec, err)

@@ -1,7 +1,4 @@
-// Package runner runs one program in a fresh, hardened sandbox on containerd
-// and reports how it ended and what it cost. Run is the only entry point the
-// CLI and the server use; docs/reference.md describes the contract.
-package runner
+package contract
 
 import (
 	"io"
@@ -115,22 +112,22 @@ type Request struct {
 // first to refuse bad input before anything else. Normalizing twice gives
 // the same request.
 func (r Request) Normalize() (Request, error) {
-	r.Timeout = or(r.Timeout, DefaultTimeout)
-	r.MemoryBytes = or(r.MemoryBytes, DefaultMemory)
-	r.CPUs = or(r.CPUs, DefaultCPUs)
-	r.Pids = or(r.Pids, DefaultPids)
-	r.TmpBytes = or(r.TmpBytes, DefaultTmpSize)
-	r.OutputLimit = or(r.OutputLimit, DefaultOutputLimit)
+	r.Timeout = Or(r.Timeout, DefaultTimeout)
+	r.MemoryBytes = Or(r.MemoryBytes, DefaultMemory)
+	r.CPUs = Or(r.CPUs, DefaultCPUs)
+	r.Pids = Or(r.Pids, DefaultPids)
+	r.TmpBytes = Or(r.TmpBytes, DefaultTmpSize)
+	r.OutputLimit = Or(r.OutputLimit, DefaultOutputLimit)
 	if !r.UserSet {
 		r.UID, r.GID, r.UserSet = DefaultUID, DefaultGID, true
 	}
-	r.Runtime = or(r.Runtime, DefaultRuntime)
-	r.Network = or(r.Network, DefaultNetwork)
+	r.Runtime = Or(r.Runtime, DefaultRuntime)
+	r.Network = Or(r.Network, DefaultNetwork)
 	if len(r.AllowHosts) > 0 {
-		r.NetBytes = or(r.NetBytes, DefaultNetBytes)
+		r.NetBytes = Or(r.NetBytes, DefaultNetBytes)
 	}
 	if len(r.ReturnFiles) > 0 {
-		r.ReturnBytes = or(r.ReturnBytes, DefaultReturnBytes)
+		r.ReturnBytes = Or(r.ReturnBytes, DefaultReturnBytes)
 	}
 	if r.NoPreload {
 		r.Preload = nil
@@ -171,7 +168,7 @@ func (r Request) NormalizeWithin(max Maxima) (Request, error) {
 		capLimit(FieldTmpSize, &r.TmpBytes, DefaultTmpSize, max.TmpBytes),
 		capLimit(FieldOutputLimit, &r.OutputLimit, DefaultOutputLimit, max.OutputLimit),
 		capLimit(FieldNetBytes, &r.NetBytes, DefaultNetBytes, max.NetBytes),
-		r.withinAllowlist(max.AllowHosts),
+		r.WithinAllowlist(max.AllowHosts),
 	} {
 		if err != nil {
 			return r, err
@@ -184,7 +181,7 @@ func (r Request) NormalizeWithin(max Maxima) (Request, error) {
 }
 
 // or is v, or def when v is the zero value.
-func or[T comparable](v, def T) T {
+func Or[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
 		return def
@@ -200,7 +197,7 @@ func capLimit[T int64 | float64 | time.Duration](field string, v *T, def, max T)
 	case *v == 0:
 		*v = min(def, max)
 	case *v > max:
-		return fieldErr(field, "%s is above this server's maximum of %s", formatLimit(field, float64(*v)), formatLimit(field, float64(max)))
+		return FieldErr(field, "%s is above this server's maximum of %s", formatLimit(field, float64(*v)), formatLimit(field, float64(max)))
 	}
 	return nil
 }
@@ -209,7 +206,7 @@ func capLimit[T int64 | float64 | time.Duration](field string, v *T, def, max T)
 // that is not there twice or not at all, bad variables and paths.
 // withinAllowlist refuses egress the operator's allowlist does not cover
 // (a forbidden FieldError: the request is well-formed, not permitted).
-func (r *Request) withinAllowlist(operator []string) error {
+func (r *Request) WithinAllowlist(operator []string) error {
 	if len(r.AllowHosts) == 0 {
 		return nil
 	}
@@ -218,7 +215,7 @@ func (r *Request) withinAllowlist(operator []string) error {
 	}
 	p, err := egress.ParsePolicy(r.AllowHosts)
 	if err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
+		return FieldErr(FieldAllowHosts, "%v", err)
 	}
 	outer, err := egress.ParsePolicy(operator)
 	if err != nil {
@@ -245,27 +242,27 @@ func (r Request) check() error {
 	// (uid_t)-1 is no user to the kernel: chown leaves the owner as it
 	// is, setuid and a tmpfs's uid= refuse it.
 	if r.UID == math.MaxUint32 || r.GID == math.MaxUint32 {
-		return fieldErr(FieldUser, "must be a numeric UID:GID below 4294967295 (-1 to the kernel: no user), not %d:%d", r.UID, r.GID)
+		return FieldErr(FieldUser, "must be a numeric UID:GID below 4294967295 (-1 to the kernel: no user), not %d:%d", r.UID, r.GID)
 	}
 	if !contains(Runtimes(), r.Runtime) {
-		return fieldErr(FieldRuntime, "must be %s, not %q", strings.Join(Runtimes(), " or "), r.Runtime)
+		return FieldErr(FieldRuntime, "must be %s, not %q", strings.Join(Runtimes(), " or "), r.Runtime)
 	}
 	if !contains(Networks(), r.Network) {
-		return fieldErr(FieldNetwork, "must be %s, not %q: sandboxes have no network", strings.Join(Networks(), " or "), r.Network)
+		return FieldErr(FieldNetwork, "must be %s, not %q: sandboxes have no network", strings.Join(Networks(), " or "), r.Network)
 	}
 	if err := r.checkProgram(); err != nil {
 		return err
 	}
 	for _, kv := range r.Env {
-		if err := checkEnv(kv); err != nil {
+		if err := CheckEnv(kv); err != nil {
 			return err
 		}
 	}
 	if _, err := egress.ParsePolicy(r.AllowHosts); err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
+		return FieldErr(FieldAllowHosts, "%v", err)
 	}
 	if len(r.AllowHosts) > 0 && r.NetBytes < 1 {
-		return fieldErr(FieldNetBytes, "must be larger than 0")
+		return FieldErr(FieldNetBytes, "must be larger than 0")
 	}
 	if err := r.checkSecrets(); err != nil {
 		return err
@@ -277,7 +274,7 @@ func (r Request) check() error {
 		return err
 	}
 	if r.Seccomp != nil && len(r.Seccomp.Syscalls) == 0 {
-		return fieldErr(FieldSeccomp, "has no rules: boxer never runs without a seccomp filter")
+		return FieldErr(FieldSeccomp, "has no rules: boxer never runs without a seccomp filter")
 	}
 	return r.checkFiles()
 }
@@ -290,26 +287,26 @@ func (r Request) checkProgram() error {
 			return err
 		}
 		if len(r.Args) > 0 {
-			return fieldErr(FieldCommand, "is for an image: with {lang}, the program is the code")
+			return FieldErr(FieldCommand, "is for an image: with {lang}, the program is the code")
 		}
 	case len(r.Code) > 0:
-		return fieldErr(FieldCode, "needs {lang}; without it, {image} and {command} say what runs")
+		return FieldErr(FieldCode, "needs {lang}; without it, {image} and {command} say what runs")
 	case r.Image == "":
-		return fieldErr(FieldLang, "is required, or {image} with {command}: nothing to run")
+		return FieldErr(FieldLang, "is required, or {image} with {command}: nothing to run")
 	case len(r.Args) == 0:
-		return fieldErr(FieldCommand, "is required with {image} (or give {lang}): nothing to run")
+		return FieldErr(FieldCommand, "is required with {image} (or give {lang}): nothing to run")
 	}
 	return nil
 }
 
-func checkEnv(kv string) error {
+func CheckEnv(kv string) error {
 	k, _, ok := strings.Cut(kv, "=")
 	if !ok || k == "" {
-		return fieldErr(FieldEnv, "%q must be NAME=VALUE", kv)
+		return FieldErr(FieldEnv, "%q must be NAME=VALUE", kv)
 	}
 	for i, c := range k {
 		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
-			return fieldErr(FieldEnv, "%q: %q is not a valid variable name", kv, k)
+			return FieldErr(FieldEnv, "%q: %q is not a valid variable name", kv, k)
 		}
 	}
 	return nil
@@ -320,23 +317,23 @@ func checkEnv(kv string) error {
 func (r Request) checkFiles() error {
 	if r.CopyOut != "" {
 		if st, err := os.Stat(r.CopyOut); err == nil && !st.IsDir() {
-			return fieldErr(FieldCopyOut, "%s exists and is not a directory", r.CopyOut)
+			return FieldErr(FieldCopyOut, "%s exists and is not a directory", r.CopyOut)
 		}
 	}
 	if r.CopyIn != "" {
 		if st, err := os.Stat(r.CopyIn); err != nil || !st.IsDir() {
-			return fieldErr(FieldCopyIn, "%s is not a directory", r.CopyIn)
+			return FieldErr(FieldCopyIn, "%s is not a directory", r.CopyIn)
 		}
 	}
 	var size int64
 	for name, data := range r.Files {
 		if !filepath.IsLocal(name) || strings.ContainsRune(name, 0) {
-			return fieldErr(FieldFiles, "%q must be a relative path inside /workspace", name)
+			return FieldErr(FieldFiles, "%q must be a relative path inside /workspace", name)
 		}
 		size += int64(len(data))
 	}
 	if size > r.TmpBytes {
-		return fieldErr(FieldFiles, "hold %d bytes, more than the workspace's %d: raise {tmp_size}", size, r.TmpBytes)
+		return FieldErr(FieldFiles, "hold %d bytes, more than the workspace's %d: raise {tmp_size}", size, r.TmpBytes)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 // What each caller holds on the host at once, counted against its
 // ceilings, so that one caller cannot take what all callers share.
@@ -93,23 +93,23 @@ func (m SessionMaxima) PerCallerSessions() int {
 	if m.PerCaller > 0 {
 		return m.PerCaller
 	}
-	return max(1, or(m.Sessions, DefaultMaxSessions)/sessionShare)
+	return max(1, Or(m.Sessions, DefaultMaxSessions)/sessionShare)
 }
 
 // perCaller is the ceiling of kind h for one caller.
-func (c Ceilings) perCaller(h Held) int {
+func (c Ceilings) PerCaller(h Held) int {
 	switch h {
 	case HeldWatch:
-		return or(c.WatchesPerCaller, DefaultWatchesPerCaller)
+		return Or(c.WatchesPerCaller, DefaultWatchesPerCaller)
 	case HeldStream:
-		return or(c.StreamsPerCaller, DefaultStreamsPerCaller)
+		return Or(c.StreamsPerCaller, DefaultStreamsPerCaller)
 	}
-	return or(c.ProcessesPerCaller, DefaultProcessesPerCaller)
+	return Or(c.ProcessesPerCaller, DefaultProcessesPerCaller)
 }
 
 // serverWatches is the ceiling on all callers' watches, given the
 // kernel's max_user_instances (0: unknown).
-func (c Ceilings) serverWatches(instances int) int {
+func (c Ceilings) ServerWatches(instances int) int {
 	top := max(1, instances/inotifyHeadroom)
 	if instances <= 0 {
 		top = 64
@@ -121,7 +121,7 @@ func (c Ceilings) serverWatches(instances int) int {
 }
 
 // tally counts what callers hold, by kind.
-type tally struct {
+type Tally struct {
 	mu     sync.Mutex
 	held   [heldKinds]map[string]int
 	totals [heldKinds]int
@@ -131,7 +131,7 @@ type tally struct {
 // perCaller (less others, held elsewhere) or all callers total (0: no
 // cap) already. The caller "" (the CLI, root on the host) has no
 // ceiling of its own. release, once, gives it back.
-func (t *tally) take(h Held, caller string, perCaller, others, total int) (release func(), err error) {
+func (t *Tally) Take(h Held, caller string, perCaller, others, total int) (release func(), err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.held[h] == nil {
@@ -160,7 +160,7 @@ func (t *tally) take(h Held, caller string, perCaller, others, total int) (relea
 }
 
 // count is how many h caller holds.
-func (t *tally) count(h Held, caller string) int {
+func (t *Tally) count(h Held, caller string) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.held[h][caller]

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 // capped keeps the first limit bytes written to it (and passes them on to
 // tee, if set) and drains the rest, so the program never blocks on a full
 // pipe and boxer's memory never grows past limit.
-type capped struct {
+type Capped struct {
 	mu        sync.Mutex
 	limit     int64
 	n         int64
-	buf       bytes.Buffer
+	Buf       bytes.Buffer
 	tee       io.Writer
 	truncated bool
 	// holding: what is kept is not passed on yet, as it may still be
@@ -24,13 +24,13 @@ type capped struct {
 	holding bool
 }
 
-var _ io.Writer = (*capped)(nil)
+var _ io.Writer = (*Capped)(nil)
 
-func newCapped(limit int64, tee io.Writer) *capped {
-	return &capped{limit: limit, tee: tee}
+func NewCapped(limit int64, tee io.Writer) *Capped {
+	return &Capped{limit: limit, tee: tee}
 }
 
-func (c *capped) Write(p []byte) (int, error) {
+func (c *Capped) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keep := p
@@ -40,10 +40,10 @@ func (c *capped) Write(p []byte) (int, error) {
 	}
 	if len(keep) > 0 {
 		c.n += int64(len(keep))
-		c.buf.Write(keep)
-		if c.holding && !mayBeInitLine(c.buf.Bytes()) {
+		c.Buf.Write(keep)
+		if c.holding && !mayBeInitLine(c.Buf.Bytes()) {
 			c.holding = false
-			keep = c.buf.Bytes()
+			keep = c.Buf.Bytes()
 		}
 		if c.tee != nil && !c.holding {
 			// A closed terminal must not stop the drain.
@@ -56,18 +56,18 @@ func (c *capped) Write(p []byte) (int, error) {
 // holdInitLine holds back from tee what is written while it may still be
 // boxer-init's line (initExecFailure), until release; before anything is
 // written.
-func (c *capped) holdInitLine() {
+func (c *Capped) HoldInitLine() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.holding = true
 }
 
 // release ends holdInitLine: what was held is passed on, unless drop.
-func (c *capped) release(drop bool) {
+func (c *Capped) Release(drop bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.holding && !drop && c.tee != nil {
-		_, _ = c.tee.Write(c.buf.Bytes())
+		_, _ = c.tee.Write(c.Buf.Bytes())
 	}
 	c.holding = false
 }
@@ -86,17 +86,17 @@ func mayBeInitLine(b []byte) bool {
 
 // reset sets how much is kept and where it is passed on, before anything
 // is written.
-func (c *capped) reset(limit int64, tee io.Writer) {
+func (c *Capped) Reset(limit int64, tee io.Writer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.limit, c.tee = limit, tee
 }
 
 // text returns what was kept, with invalid UTF-8 replaced.
-func (c *capped) text() (string, bool) {
+func (c *Capped) Text() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ValidUTF8(c.buf.Bytes()), c.truncated
+	return ValidUTF8(c.Buf.Bytes()), c.truncated
 }
 
 // ValidUTF8 replaces each invalid byte with U+FFFD, as Python's
@@ -120,16 +120,16 @@ func ValidUTF8(b []byte) string {
 }
 
 // eofReader closes eof when its reader is exhausted (or fails).
-type eofReader struct {
-	r    io.Reader
-	eof  chan struct{}
-	once sync.Once
+type EOFReader struct {
+	Reader io.Reader
+	EOF    chan struct{}
+	once   sync.Once
 }
 
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
+func (e *EOFReader) Read(p []byte) (int, error) {
+	n, err := e.Reader.Read(p)
 	if err != nil {
-		e.once.Do(func() { close(e.eof) })
+		e.once.Do(func() { close(e.EOF) })
 	}
 	return n, err
 }

@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"crypto/sha256"
@@ -19,7 +19,7 @@ const (
 // with secrets (their values would wait on the host for a run that may
 // never come) or a link out (its allowlist is the run's own).
 func StandbyEligible(req Request) bool {
-	return len(req.Secrets) == 0 && !req.egress()
+	return len(req.Secrets) == 0 && !req.HasEgress()
 }
 
 // StandbyRequest is what of req a standby is made from: its shape, and
@@ -35,7 +35,7 @@ func StandbyRequest(req Request) Request {
 }
 
 // standbyKey names a normalized request's shape in a label value.
-func standbyKey(req Request) string {
+func StandbyKey(req Request) string {
 	data, _ := json.Marshal(req.Shape())
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:12])

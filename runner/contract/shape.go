@@ -1,4 +1,4 @@
-package runner
+package contract
 
 import (
 	"crypto/sha256"
@@ -39,11 +39,11 @@ type Shape struct {
 // Shape returns the shape of a normalized request.
 func (r Request) Shape() Shape {
 	s := Shape{
-		Lang: r.Lang, Image: r.image(), Runtime: r.Runtime, Network: r.Network,
-		Args: strings.Join(r.args(), "\x00"), Env: strings.Join(r.Env, "\x00"),
+		Lang: r.Lang, Image: r.ImageName(), Runtime: r.Runtime, Network: r.Network,
+		Args: strings.Join(r.Argv(), "\x00"), Env: strings.Join(r.Env, "\x00"),
 		UID: r.UID, GID: r.GID,
 		MemoryBytes: r.MemoryBytes, CPUs: r.CPUs, Pids: r.Pids, TmpBytes: r.TmpBytes,
-		Egress: r.egress(), Secrets: r.secretsShape(), Preload: strings.Join(r.preload(), ","),
+		Egress: r.HasEgress(), Secrets: r.secretsShape(), Preload: strings.Join(r.PreloadModules(), ","),
 	}
 	if r.Seccomp != nil {
 		data, _ := json.Marshal(r.Seccomp)
@@ -58,7 +58,7 @@ func (r Request) Shape() Shape {
 // files, the time and output it may take, where its output and files go.
 // Every field of Request is in its Shape or here, under the same name
 // (TestShapeCoversRequest).
-type delivery struct {
+type Delivery struct {
 	Code        []byte
 	Stdin       io.Reader
 	Files       map[string][]byte
@@ -74,8 +74,8 @@ type delivery struct {
 	ReturnBytes int64
 }
 
-func (r Request) delivery() delivery {
-	return delivery{
+func (r Request) Delivery() Delivery {
+	return Delivery{
 		Code: r.Code, Stdin: r.Stdin, Files: r.Files, CopyIn: r.CopyIn, CopyOut: r.CopyOut,
 		Timeout: r.Timeout, OutputLimit: r.OutputLimit, Stdout: r.Stdout, Stderr: r.Stderr,
 		AllowHosts: r.AllowHosts, NetBytes: r.NetBytes, ReturnFiles: r.ReturnFiles, ReturnBytes: r.ReturnBytes,
@@ -83,10 +83,10 @@ func (r Request) delivery() delivery {
 }
 
 // egress says whether the request has network egress.
-func (r Request) egress() bool { return len(r.AllowHosts) > 0 }
+func (r Request) HasEgress() bool { return len(r.AllowHosts) > 0 }
 
 // image is the image a request runs in: its own, or its preset's.
-func (r Request) image() string {
+func (r Request) ImageName() string {
 	if r.Image != "" || r.Lang == "" {
 		return r.Image
 	}
@@ -96,7 +96,7 @@ func (r Request) image() string {
 
 // args is the argv a request runs: its preset's interpreter on the code
 // file, or its command.
-func (r Request) args() []string {
+func (r Request) Argv() []string {
 	if r.Lang == "" {
 		return r.Args
 	}
@@ -105,7 +105,7 @@ func (r Request) args() []string {
 }
 
 // preload is what a sandbox made ahead of a normalized request imports.
-func (r Request) preload() []string {
+func (r Request) PreloadModules() []string {
 	if r.NoPreload || !Preloadable(r.Lang) {
 		return nil
 	}
