@@ -96,24 +96,6 @@ func runcBinary() string {
 // initBinary finds boxer-init (helperBinary); empty when there is none.
 func initBinary() string { return helperBinary(InitName) }
 
-// helperBinary finds one of the programs boxer builds beside itself:
-// beside the running boxer binary (as 'make build' leaves them), then in
-// boxer's libexec directory ('make deps'), then on PATH; an absolute
-// path, or empty when there is none.
-func helperBinary(name string) string {
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), name); isExecutable(p) {
-			return p
-		}
-	}
-	if p, err := daemon.RuntimeBinary(name); err == nil {
-		if p, err := filepath.Abs(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // ShimName is boxer's build of containerd's runc shim
 // (cmd/containerd-shim-boxer-v2): the same shim, with the garbage
 // collector's target of a shim that many sandboxes share.
@@ -168,12 +150,6 @@ func linkInit(init, codeDir string) error {
 		return fmt.Errorf("copying boxer-init: %w", err)
 	}
 	return nil
-}
-
-// isExecutable says whether path is a regular file someone may execute.
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
 // runscBinary finds runsc: boxer's libexec directory, then PATH.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/oci"
@@ -384,4 +385,46 @@ func writeCode(dir, file string, code []byte, support map[string]string) error {
 		return fmt.Errorf("writing code: %w", err)
 	}
 	return os.Chmod(dir, 0o555)
+}
+
+// fsError tells an error of the file system about abs in the caller's
+// terms: not there, leading out of its root (a PathError that is also
+// not there: the same to the caller), exists, full, too long, or a
+// refusal naming the path (cut if long).
+func fsError(abs string, err error) error {
+	var fe *contract.FieldError
+	var pe *contract.PathError
+	shown := contract.CutPath(abs)
+	switch {
+	case err == nil, errors.As(err, &fe), errors.As(err, &pe), errors.Is(err, contract.ErrSessionNotFound), errors.Is(err, contract.ErrFileExists), errors.Is(err, contract.ErrFileNotFound), errors.Is(err, contract.ErrSessionFull):
+		return err
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
+		return contract.ErrSessionFull
+	case isEscape(err):
+		return &contract.PathError{Field: contract.FieldPath, Path: shown, Err: contract.ErrLeadsOut}
+	case errors.Is(err, unix.ENAMETOOLONG):
+		return &contract.PathError{Field: contract.FieldPath, Path: shown, Err: contract.ErrNameTooLong}
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ELOOP):
+		return fmt.Errorf("%s: %w", shown, contract.ErrFileNotFound)
+	case errors.Is(err, fs.ErrExist), errors.Is(err, unix.ENOTEMPTY):
+		return fmt.Errorf("%s: %w", shown, contract.ErrFileExists)
+	case errors.Is(err, unix.ENOTDIR):
+		return contract.FieldErr(contract.FieldPath, "%s: a part of it is not a directory", shown)
+	case errors.Is(err, unix.EISDIR):
+		return contract.FieldErr(contract.FieldPath, "%s is a directory", shown)
+	case errors.Is(err, unix.EINVAL):
+		return contract.FieldErr(contract.FieldPath, "%s: %v", shown, err)
+	case errors.Is(err, fs.ErrPermission):
+		return contract.FieldErr(contract.FieldPath, "%s: permission denied (the sandbox changed its mode)", shown)
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return contract.FieldErr(contract.FieldPath, "%s is held by a lease of a process in the sandbox: try again once it lets go", shown)
+	}
+	return err
+}
+
+// isEscape says whether err is os.Root's refusal of a name that leads out
+// of it (a symlink out, an absolute one).
+func isEscape(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes")
 }

@@ -2,7 +2,13 @@ package runner
 
 // This file finds boxer-wrap and writes the wrapper files it reads.
 
-import "strings"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/boxer-dev/boxer/daemon"
+)
 
 // WrapName is boxer-wrap's file name (init/boxer-wrap.c): the interpreter
 // of boxer's wrappers around the runc shim, runsc and runc, found where
@@ -36,4 +42,28 @@ func wrapFile(wrap, comment string, directives ...string) (content string, ok bo
 		b.WriteString(d + "\n")
 	}
 	return b.String(), true
+}
+
+// helperBinary finds one of the programs boxer builds beside itself:
+// beside the running boxer binary (as 'make build' leaves them), then in
+// boxer's libexec directory ('make deps'), then on PATH; an absolute
+// path, or empty when there is none.
+func helperBinary(name string) string {
+	if exe, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(exe), name); isExecutable(p) {
+			return p
+		}
+	}
+	if p, err := daemon.RuntimeBinary(name); err == nil {
+		if p, err := filepath.Abs(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// isExecutable says whether path is a regular file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
