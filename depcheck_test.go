@@ -2,6 +2,7 @@ package boxer_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -24,10 +25,11 @@ func TestPackageDirection(t *testing.T) {
 		"secrets":   {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress"},
 		"userns":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress", "secrets"},
 		"runner":    {"cmd", "server", "e2b"},
-		// contract is data: it imports no other package of runner and
-		// nothing that makes sandboxes (the daemon, user namespaces,
-		// seccomp profiles).
-		"runner/contract": {"runner", "cmd", "server", "e2b", "fleet", "audit", "daemon", "userns", "seccomp"},
+		// contract is data: nothing that makes sandboxes (the daemon,
+		// user namespaces, seccomp profiles); TestRunnerLayers keeps it
+		// below the rest of runner.
+		"runner/contract": {"cmd", "server", "e2b", "fleet", "audit", "daemon", "userns", "seccomp"},
+		"runner/sandbox":  {"cmd", "server", "e2b", "fleet", "audit"},
 		"server":          {"cmd", "e2b"},
 		"e2b":             {"cmd", "server"},
 		"fleet":           {"cmd", "server", "e2b", "runner"},
@@ -41,12 +43,34 @@ func TestPackageDirection(t *testing.T) {
 		deps := strings.Fields(string(out))
 		for _, b := range bad {
 			for _, d := range deps {
-				if d == mod+pkg {
-					continue
-				}
 				if d == mod+b || strings.HasPrefix(d, mod+b+"/") {
 					t.Errorf("%s imports %s", pkg, d)
 				}
+			}
+		}
+	}
+}
+
+// TestRunnerLayers keeps runner's packages in layers, each importing only
+// the ones below it: contract (data), sandbox (what one sandbox is made
+// of), then runner itself (docs/internals.md, "Packages").
+func TestRunnerLayers(t *testing.T) {
+	const mod = "github.com/boxer-dev/boxer/"
+	layers := []string{"runner/contract", "runner/sandbox", "runner"}
+	for i, pkg := range layers {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, above := range layers[i+1:] {
+			if slices.Contains(deps, mod+above) {
+				t.Errorf("%s imports %s, a layer above it", pkg, above)
+			}
+		}
+		for _, d := range deps {
+			if strings.HasPrefix(d, mod+"runner/") && !slices.Contains(layers, strings.TrimPrefix(d, mod)) {
+				t.Errorf("%s imports %s, a package of runner in no layer: add it to the layers", pkg, d)
 			}
 		}
 	}

@@ -2,8 +2,10 @@
 // and reports how it ended and what it cost. Run is the only entry point the
 // CLI and the server use; docs/reference.md describes the contract.
 //
-// runner owns the one-shot runs and the Runner that composes the layers
-// below it; the request, result and the other pure types are package
-// contract's (re-exported here, contract.go). It must never import the
-// protocol packages above it (server, e2b, mcp, cmd).
+// runner owns the one-shot runs, the sandbox's life, sessions, warm
+// sandboxes and the Runner that composes them; the request, result and the
+// other pure types are package contract's (re-exported here, contract.go),
+// what a sandbox is made of (spec, workspace, boxer-wrap) package
+// sandbox's. It must never import the protocol packages above it (server,
+// e2b, mcp, cmd); docs/internals.md ("Packages") draws the layers.
 package runner

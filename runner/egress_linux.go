@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/log"
 )
 
@@ -48,7 +49,7 @@ func (sb *sandbox) attachLink() error {
 		return fmt.Errorf("making the sandbox's network link: %w", err)
 	}
 	sb.link = l
-	sb.dirs.Net = &sandboxNet{Netns: l.Netns, ResolvConf: filepath.Join(sb.runDir, "resolv.conf"), Env: l.Env()}
+	sb.dirs.Net = &box.Net{Netns: l.Netns, ResolvConf: filepath.Join(sb.runDir, "resolv.conf"), Env: l.Env()}
 	if err := os.WriteFile(sb.dirs.Net.ResolvConf, l.ResolvConf(), 0o644); err != nil {
 		return fmt.Errorf("writing resolv.conf: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,7 +86,7 @@ func FuzzCopyTree(f *testing.F) {
 		before := snapshot(t, tmp, "ws", "out")
 		srcBefore := snapshot(t, src)
 
-		err := copyIn(src, ws, budget, uid, uid)
+		err := box.CopyIn(src, ws, budget, uid, uid)
 		if err != nil {
 			var fe *contract.FieldError
 			if !errors.As(err, &fe) {
@@ -95,13 +96,13 @@ func FuzzCopyTree(f *testing.F) {
 			checkCopiedIn(t, src, ws, uid)
 		}
 
-		files, skipped, err := copyOut(src, out, budget)
+		files, skipped, err := box.CopyOut(src, out, budget)
 		if err != nil {
 			t.Fatalf("copyOut = %v: only a full disk fails it", err)
 		}
 		checkCopiedOut(t, src, out, files, skipped, budget)
 
-		returned := returnFiles(src, lines(globs), max(budget, 0))
+		returned := box.ReturnFiles(src, lines(globs), max(budget, 0))
 		checkReturned(t, src, returned, lines(globs), max(budget, 0))
 
 		if got := snapshot(t, tmp, "ws", "out"); got != before {

@@ -16,6 +16,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -63,7 +64,7 @@ func (k *keeper) start(req contract.ProcessRequest) (contract.ProcessInfo, error
 	k.mu.Unlock()
 
 	proc := *k.spec.Process
-	proc.Env = buildEnv(k.spec.Process.Env, req.Env)
+	proc.Env = box.BuildEnv(k.spec.Process.Env, req.Env)
 	proc.Args = append([]string{oci.InitPath, "-a", "--"}, withSecretEnv(req.Args, k.secretEnv, proc.Env)...)
 	proc.Cwd = p.info.Cwd
 	var stdin io.Reader

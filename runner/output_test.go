@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestValidUTF8PerByte(t *testing.T) {
 }
 
 func TestBuildEnvOverrides(t *testing.T) {
-	got := strings.Join(buildEnv([]string{"PATH=/bin", "HOME=/"}, []string{"HOME=/workspace"}, []string{"X=1"}), " ")
+	got := strings.Join(box.BuildEnv([]string{"PATH=/bin", "HOME=/"}, []string{"HOME=/workspace"}, []string{"X=1"}), " ")
 	if got != "PATH=/bin HOME=/workspace X=1" {
 		t.Errorf("env %q", got)
 	}

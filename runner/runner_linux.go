@@ -17,6 +17,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -36,7 +37,7 @@ type Runner struct {
 	// (session_snapshot_linux.go).
 	checkpointsDir string
 	cgroups        cgroups.Mode
-	host           hostFacts
+	host           box.HostFacts
 	owner          string
 	// useStandby: runs claim standbys (Options.Standby).
 	useStandby bool
@@ -116,12 +117,12 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		runsDir:        filepath.Join(o.Daemon.State, "runs"),
 		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
 		cgroups:        cgroups.DetectMode(),
-		host:           hostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
+		host:           box.HostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
 		owner:          reaper.Self(),
 		useStandby:     o.Standby,
 		handOff:        o.HandOff,
 		shim:           runcShim,
-		wrap:           wrapBinary(),
+		wrap:           box.WrapBinary(),
 		secrets:        o.Secrets,
 		keeper:         o.Keeper,
 		inject:         o.Inject,
@@ -186,7 +187,7 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 	}
 	script := reaper.ShimScript(r.realShim)
 	if r.wrap != "" {
-		if w, ok := wrapFile(r.wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
+		if w, ok := box.WrapFile(r.wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
 			script = w
 		}
 	}
@@ -351,13 +352,13 @@ func (sb *sandbox) result(res contract.Result, e exit, d contract.Delivery) (con
 	res.Secrets, res.Injected = sb.plan.FileNames(), sb.plan.InjectedHeaders()
 	var copyErr error
 	if d.CopyOut != "" && !e.facts.Interrupted {
-		res.FilesOut, res.FilesSkipped, copyErr = copyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)
+		res.FilesOut, res.FilesSkipped, copyErr = box.CopyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)
 		if res.FilesOut == nil {
 			res.FilesOut = []contract.File{}
 		}
 	}
 	if len(d.ReturnFiles) > 0 && !e.facts.Interrupted {
-		res.Files = returnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
+		res.Files = box.ReturnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
 	}
 	o := contract.Classify(e.facts)
 	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal

@@ -13,6 +13,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 )
 
@@ -94,7 +95,7 @@ func runcBinary() string {
 }
 
 // initBinary finds boxer-init (helperBinary); empty when there is none.
-func initBinary() string { return helperBinary(InitName) }
+func initBinary() string { return box.HelperBinary(box.InitName) }
 
 // ShimName is boxer's build of containerd's runc shim
 // (cmd/containerd-shim-boxer-v2): the same shim, with the garbage
@@ -106,7 +107,7 @@ const ShimName = "containerd-shim-boxer-v2"
 // daemon's own containerd-shim-runc-v2; empty when there is neither.
 // containerd 1.x runs its own: boxer's speaks 2.x's task API.
 func shimBinary(d daemon.Config, v2 bool) string {
-	if p := helperBinary(ShimName); v2 && p != "" {
+	if p := box.HelperBinary(ShimName); v2 && p != "" {
 		return p
 	}
 	p, _ := d.RuncShimPath()
@@ -119,7 +120,7 @@ func InitBinary() (string, error) {
 	if p := initBinary(); p != "" {
 		return p, nil
 	}
-	return "", errNoInit
+	return "", box.ErrNoInit
 }
 
 // linkInit puts boxer-init (at the host path init) into a sandbox's code
@@ -127,7 +128,7 @@ func InitBinary() (string, error) {
 // when init is on another file system. Both are root's, 0755.
 func linkInit(init, codeDir string) error {
 	if init == "" {
-		return errNoInit
+		return box.ErrNoInit
 	}
 	dst := filepath.Join(codeDir, path.Base(oci.InitPath))
 	if err := os.Link(init, dst); err == nil {
@@ -174,7 +175,7 @@ func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
 		for _, f := range flags {
 			directives = append(directives, "arg "+f)
 		}
-		if w, ok := wrapFile(r.wrap, "runsc with boxer's flags, for containerd's runc shim.", append(directives, "exec "+bin)...); ok {
+		if w, ok := box.WrapFile(r.wrap, "runsc with boxer's flags, for containerd's runc shim.", append(directives, "exec "+bin)...); ok {
 			return writeScript(filepath.Join(r.stateDir, name), w)
 		}
 	}
@@ -201,7 +202,7 @@ func (r *Runner) runcUsernsWrapper() (string, error) {
 	nofile := strconv.FormatUint(r.host.NoFile, 10)
 	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
 	if r.wrap != "" {
-		if w, ok := wrapFile(r.wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "runc-fast start-delete", "exec runc"); ok {
+		if w, ok := box.WrapFile(r.wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "runc-fast start-delete", "exec runc"); ok {
 			script = w
 		}
 	}

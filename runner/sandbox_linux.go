@@ -16,6 +16,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -91,7 +92,7 @@ type sandbox struct {
 	standby map[string]string
 
 	runDir string
-	dirs   sandboxDirs
+	dirs   box.Dirs
 	// link is the sandbox's way out; nil without egress.
 	link *egress.Link
 	// plan is what the request's secrets become; ca and injections are
@@ -180,7 +181,7 @@ func (sb *sandbox) prepare() error {
 		}
 	} else {
 		sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-		if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+		if err := box.MountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
@@ -210,8 +211,8 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if err := sb.mountRoot(ctx, rootfs); err != nil {
 		return err
 	}
-	sb.limits = sandboxLimits(sb.req, r.host)
-	spec, err := buildSpec(sb.id, sb.req, rootfs.Config.Env, r.host, sb.dirs, sb.gate)
+	sb.limits = box.Limits(sb.req, r.host)
+	spec, err := box.BuildSpec(sb.id, sb.req, rootfs.Config.Env, r.host, sb.dirs, sb.gate)
 	if err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ func (sb *sandbox) deliver(d contract.Delivery) error {
 		if err != nil {
 			return err
 		}
-		if err := writeCode(sb.dirs.Code, p.File, d.Code, p.Support); err != nil {
+		if err := box.WriteCode(sb.dirs.Code, p.File, d.Code, p.Support); err != nil {
 			return err
 		}
 	}
@@ -366,11 +367,11 @@ func (sb *sandbox) deliver(d contract.Delivery) error {
 	}
 	uid, gid := sb.hostIDs()
 	if d.CopyIn != "" {
-		if err := copyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+		if err := box.CopyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	return writeFiles(sb.dirs.Workspace, d.Files, uid, gid)
+	return box.WriteFiles(sb.dirs.Workspace, d.Files, uid, gid)
 }
 
 // start lets the program run (the task starts, or the gate gets its line)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
 )
 
@@ -26,7 +27,7 @@ func TestSandboxStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := t.TempDir()
-	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: hostFacts{Init: init},
+	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: box.HostFacts{Init: init},
 		userns: usernsSetup{opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}
 	t.Cleanup(func() {
 		if held, _ := filepath.Glob(filepath.Join(leases, "[0-9]*")); len(held) > 0 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 )
 
@@ -88,8 +89,8 @@ func TestSpecWithSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := sandboxDirs{Code: "/c", Workspace: "/w", Run: "/state/runs/x/run", SecretEnv: []string{"TOKEN"}, Trust: true}
-	spec, err := buildSpec("x", req, nil, hostFacts{Namespace: "boxer", NoFile: 1024, Init: "/boxer-init"}, dirs, false)
+	dirs := box.Dirs{Code: "/c", Workspace: "/w", Run: "/state/runs/x/run", SecretEnv: []string{"TOKEN"}, Trust: true}
+	spec, err := box.BuildSpec("x", req, nil, box.HostFacts{Namespace: "boxer", NoFile: 1024, Init: "/boxer-init"}, dirs, false)
 	if err != nil {
 		t.Fatal(err)
 	}

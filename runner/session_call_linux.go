@@ -16,6 +16,7 @@ import (
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 )
@@ -146,7 +147,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call contract.
 	if err != nil {
 		return res, err
 	}
-	if err := writeFiles(workspace, call.Files, uid, gid); err != nil {
+	if err := box.WriteFiles(workspace, call.Files, uid, gid); err != nil {
 		return res, err
 	}
 	masks, err := r.sessionMasks(ctx, s)
@@ -186,7 +187,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call contract.
 	res.Stdout, res.StdoutTruncated = stdout.Text()
 	res.Stderr, res.StderrTruncated = stderr.Text()
 	if len(call.ReturnFiles) > 0 && !facts.Interrupted {
-		res.Files = returnFiles(workspace, call.ReturnFiles, call.ReturnBytes)
+		res.Files = box.ReturnFiles(workspace, call.ReturnFiles, call.ReturnBytes)
 	}
 	o := contract.Classify(facts)
 	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal

@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,31 +99,31 @@ func (r *Runner) CopyToSession(ctx context.Context, id, src, dest string) error 
 		}
 		if dir := filepath.Dir(dest); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("copying in: %w", fsError(abs, err))
+				return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 			}
 		}
-		if err := copyFile(root, dest, src, st.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("copying in: %w", fsError(abs, err))
+		if err := box.CopyFile(root, dest, src, st.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 		} else if errors.Is(err, os.ErrExist) {
 			return contract.FieldErr(contract.FieldCopyIn, "%s exists in the session: remove it first", contract.CutPath(abs))
 		}
 		return root.Lchown(dest, int(req.UID), int(req.GID))
 	}
-	if err := checkTree(src, req.TmpBytes); err != nil {
+	if err := box.CheckTree(src, req.TmpBytes); err != nil {
 		return err
 	}
 	if dest != "." {
 		if err := root.MkdirAll(dest, 0o755); err != nil {
-			return fmt.Errorf("copying in: %w", fsError(abs, err))
+			return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 		}
 		_ = root.Lchown(dest, int(req.UID), int(req.GID))
 	}
-	sub, err := openDirRoot(root, dest)
+	sub, err := box.OpenDirRoot(root, dest)
 	if err != nil {
-		return fmt.Errorf("copying in: %w", fsError(abs, err))
+		return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 	}
 	defer sub.Close()
-	return copyInto(src, sub, req.UID, req.GID)
+	return box.CopyInto(src, sub, req.UID, req.GID)
 }
 
 // CopyFromSession copies src (a file or directory of session id's
@@ -143,21 +144,21 @@ func (r *Runner) CopyFromSession(ctx context.Context, id, src, dst string) ([]co
 	st, err := root.Lstat(src)
 	switch {
 	case err != nil:
-		return nil, 0, fsError(abs, err)
+		return nil, 0, box.FSError(abs, err)
 	case st.Mode()&fs.ModeSymlink != 0:
 		// Not followed: copy-out takes what is the session's only.
 		return nil, 0, fmt.Errorf("%s is a symlink: %w", contract.CutPath(abs), contract.ErrFileNotFound)
 	case st.IsDir():
-		sub, err := openDirRoot(root, src)
+		sub, err := box.OpenDirRoot(root, src)
 		if err != nil {
-			return nil, 0, fmt.Errorf("copying out: %w", fsError(abs, err))
+			return nil, 0, fmt.Errorf("copying out: %w", box.FSError(abs, err))
 		}
 		defer sub.Close()
-		return copyOutOf(sub, dst, req.TmpBytes)
+		return box.CopyOutOf(sub, dst, req.TmpBytes)
 	}
-	in, err := openRegular(root, contract.FieldCopyOut, src, abs, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	in, err := box.OpenRegular(root, contract.FieldCopyOut, src, abs, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, 0, fsError(abs, err)
+		return nil, 0, box.FSError(abs, err)
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)

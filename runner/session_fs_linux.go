@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +43,7 @@ func (r *Runner) sessionOp(ctx context.Context, id, caller, p string, op func(*s
 		return err
 	}
 	defer root.Close()
-	return fsError(sp.abs, op(sf, root, sp))
+	return box.FSError(sp.abs, op(sf, root, sp))
 }
 
 // ReadSessionPath returns the regular file at p (an absolute path in
@@ -51,7 +52,7 @@ func (r *Runner) sessionOp(ctx context.Context, id, caller, p string, op func(*s
 func (r *Runner) ReadSessionPath(ctx context.Context, id, caller, p string, limit int64) ([]byte, error) {
 	var data []byte
 	err := r.sessionOp(ctx, id, caller, p, func(_ *sessionFiles, root *os.Root, sp sandboxPath) error {
-		f, err := openRegular(root, contract.FieldPath, sp.rel, sp.abs, os.O_RDONLY, 0)
+		f, err := box.OpenRegular(root, contract.FieldPath, sp.rel, sp.abs, os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -85,7 +86,7 @@ func (r *Runner) WriteSessionPath(ctx context.Context, id, caller, p string, dat
 		f, err := root.OpenFile(sp.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NONBLOCK, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			created = false
-			f, err = openRegular(root, contract.FieldPath, sp.rel, sp.abs, os.O_WRONLY, 0)
+			f, err = box.OpenRegular(root, contract.FieldPath, sp.rel, sp.abs, os.O_WRONLY, 0)
 		}
 		if err != nil {
 			return err
@@ -291,7 +292,7 @@ func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to strin
 		defer srcDir.Close()
 		dstDir, err := dstRoot.OpenFile(path.Dir(dst.rel), os.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
-			return fsError(dst.abs, err)
+			return box.FSError(dst.abs, err)
 		}
 		defer dstDir.Close()
 		if err := unix.Renameat(int(srcDir.Fd()), path.Base(src.rel), int(dstDir.Fd()), path.Base(dst.rel)); err != nil {
@@ -308,7 +309,7 @@ func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to strin
 			return err
 		}
 		e, err = sf.entry(dstRoot, dst)
-		return fsError(dst.abs, err)
+		return box.FSError(dst.abs, err)
 	})
 	return e, err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func TestOpenPlanted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
-				f, err := openRegular(root, contract.FieldPath, tc.rel, "/workspace/"+tc.rel, tc.flag, 0o644)
+				f, err := box.OpenRegular(root, contract.FieldPath, tc.rel, "/workspace/"+tc.rel, tc.flag, 0o644)
 				if f != nil {
 					f.Close()
 				}
@@ -72,12 +73,12 @@ func TestOpenPlanted(t *testing.T) {
 			}
 		})
 	}
-	if _, err := openRegular(root, contract.FieldPath, "d", "/workspace/d", os.O_RDONLY, 0); !errors.Is(err, syscall.EISDIR) {
+	if _, err := box.OpenRegular(root, contract.FieldPath, "d", "/workspace/d", os.O_RDONLY, 0); !errors.Is(err, syscall.EISDIR) {
 		t.Errorf("open a directory: %v, want EISDIR", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		r, err := openDirRoot(root, "fifo")
+		r, err := box.OpenDirRoot(root, "fifo")
 		if r != nil {
 			r.Close()
 		}
@@ -91,7 +92,7 @@ func TestOpenPlanted(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("openDirRoot of a FIFO waits")
 	}
-	sub, err := openDirRoot(root, "d")
+	sub, err := box.OpenDirRoot(root, "d")
 	must(err)
 	defer sub.Close()
 	must(sub.WriteFile("f", []byte("x"), 0o644))

@@ -22,6 +22,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -287,11 +288,11 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	}
 	uid, gid := sb.hostIDs()
 	if sb.req.CopyIn != "" {
-		if err := copyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+		if err := box.CopyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	if err := writeFiles(sb.dirs.Workspace, sb.req.Files, uid, gid); err != nil {
+	if err := box.WriteFiles(sb.dirs.Workspace, sb.req.Files, uid, gid); err != nil {
 		return err
 	}
 	if err := sb.to(stateRunning, stateCreated); err != nil {

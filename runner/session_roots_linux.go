@@ -15,6 +15,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
 	"golang.org/x/sys/unix"
 )
@@ -172,7 +173,7 @@ func (sf *sessionFiles) Close() error { return sf.files.Close() }
 // can replace its home (a directory, not a mount point) by a symlink, and
 // that one leads nowhere but into the tmpfs.
 func (sf *sessionFiles) root(p sandboxPath) (*os.Root, error) {
-	root, err := openDirRoot(sf.files, sessionRoots[p.root].dir)
+	root, err := box.OpenDirRoot(sf.files, sessionRoots[p.root].dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", sessionRoots[p.root].sandbox, err)
 	}

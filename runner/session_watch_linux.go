@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 )
@@ -93,7 +94,7 @@ func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recu
 	dw := &dirWatch{root: root, w: w, base: sp, recursive: recursive, dirs: map[string]*watchedDir{}, byRel: map[string]string{}}
 	if err := dw.add(sp.rel, sp.abs, true, nil); err != nil {
 		dw.close()
-		return nil, fsError(sp.abs, err)
+		return nil, box.FSError(sp.abs, err)
 	}
 	events := make(chan contract.FileEvent, 64)
 	sw := &contract.SessionWatch{Events: events, Done: make(chan struct{})}
@@ -261,7 +262,7 @@ func (dw *dirWatch) translate(ev fsnotify.Event) (events []contract.FileEvent, g
 				events = append(events, contract.FileEvent{Type: contract.FileEventCreate, Path: abs, Name: dw.name(abs)})
 			}
 			if err := dw.add(rel, abs, false, found); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return events, false, fsError(abs, err)
+				return events, false, box.FSError(abs, err)
 			}
 		}
 	}

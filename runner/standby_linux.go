@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -243,7 +244,7 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract
 	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
 		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.ImageName())
 	}
-	sb.limits = sandboxLimits(req, r.host)
+	sb.limits = box.Limits(req, r.host)
 	pr, pw := io.Pipe()
 	sb.stdin, sb.stdinW, sb.gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
 	sb.stdout, sb.stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)

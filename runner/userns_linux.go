@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
 	"github.com/containerd/log"
 )
@@ -57,7 +58,7 @@ func (r *Runner) useHolders() {
 		name, namespaces string
 		field            *string
 	}{{"userns-hold", "user", &r.userns.opts.Hold}, {"userns-hold-net", "user,net", &r.userns.opts.HoldNet}} {
-		content, ok := wrapFile(r.wrap, "the maker of a sandbox's user namespace (boxer's userns package).", "unshare "+h.namespaces, "hold ready")
+		content, ok := box.WrapFile(r.wrap, "the maker of a sandbox's user namespace (boxer's userns package).", "unshare "+h.namespaces, "hold ready")
 		if !ok {
 			return
 		}
@@ -100,7 +101,7 @@ func (sb *sandbox) makeUserns() error {
 	if err != nil {
 		return err
 	}
-	sb.dirs.Userns = &sandboxUserns{Path: ns.Path, Base: ns.Base}
+	sb.dirs.Userns = &box.Userns{Path: ns.Path, Base: ns.Base}
 	return nil
 }
 
@@ -149,7 +150,7 @@ func (sb *sandbox) adoptUserns() error {
 		return fmt.Errorf("standby %s was made with another user namespace setting", sb.id)
 	}
 	if ok {
-		sb.dirs.Userns = &sandboxUserns{Path: usernsFile(sb.runDir), Base: base}
+		sb.dirs.Userns = &box.Userns{Path: usernsFile(sb.runDir), Base: base}
 	}
 	return nil
 }

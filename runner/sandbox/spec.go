@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"context"
@@ -25,12 +25,12 @@ import (
 // fork bomb at --pids 32, twice the tasks killed the sandbox, four times
 // gave the program its EAGAIN.
 const (
-	runscPidsOverhead = 256
-	runscPidsPerTask  = 4
+	RunscPidsOverhead = 256
+	RunscPidsPerTask  = 4
 )
 
 // hostFacts are what a sandbox's spec takes from the host.
-type hostFacts struct {
+type HostFacts struct {
 	// Namespace is containerd's, part of the sandbox's cgroup path.
 	Namespace string
 	// NoFile is the sandbox's RLIMIT_NOFILE: at most the caller's hard
@@ -42,7 +42,7 @@ type hostFacts struct {
 }
 
 // errNoInit says that boxer-init is missing, and how to get it.
-var errNoInit = fmt.Errorf("%s (every sandbox's PID 1) is not installed: run 'make deps' (builds it into %s)", InitName, daemon.LibexecDir)
+var ErrNoInit = fmt.Errorf("%s (every sandbox's PID 1) is not installed: run 'make deps' (builds it into %s)", InitName, daemon.LibexecDir)
 
 // InitName is boxer-init's file name: beside the boxer binary ('make
 // build') or in boxer's libexec directory ('make deps').
@@ -53,7 +53,7 @@ const InitName = "boxer-init"
 const initPids = 1
 
 // sandboxDirs are the host directories a sandbox binds.
-type sandboxDirs struct {
+type Dirs struct {
 	// Code is bound read-only at /code: it holds boxer-init (linkInit)
 	// and, with a language, the program's code.
 	Code string
@@ -64,7 +64,7 @@ type sandboxDirs struct {
 	// there is no writable home (see mountSessionFiles).
 	Tmp, Home string
 	// Net is the sandbox's link out; nil without egress.
-	Net *sandboxNet
+	Net *Net
 	// Netns, without Net, is a network namespace of the sandbox's own
 	// with lo up (a gVisor session's: see makeLoopback); empty: the
 	// runtime makes one.
@@ -77,7 +77,7 @@ type sandboxDirs struct {
 	// Trust: point the program's clients at TrustBundle.
 	Trust bool
 	// Userns is the sandbox's user namespace; nil: the host's.
-	Userns *sandboxUserns
+	Userns *Userns
 	// Root is the sandbox's root boxer mounted (mountRoot); empty: the
 	// image's view as the shim mounts it.
 	Root string
@@ -89,13 +89,13 @@ type sandboxDirs struct {
 
 // sandboxUserns is a sandbox's user namespace: bound at Path, mapping ids
 // 0-65535 inside onto Base onwards.
-type sandboxUserns struct {
+type Userns struct {
 	Path string
 	Base uint32
 }
 
 // sandboxNet is what a sandbox with egress gets of its link.
-type sandboxNet struct {
+type Net struct {
 	// Netns is the network namespace it joins; ResolvConf the file bound
 	// at /etc/resolv.conf; Env the proxy variables.
 	Netns, ResolvConf string
@@ -105,10 +105,10 @@ type sandboxNet struct {
 // sandboxLimits are the limits the kernel enforces for req on host: the
 // request's own, with room for boxer-init in the pids limit, and under
 // runsc room for gVisor's threads too, which live in the sandbox's cgroup.
-func sandboxLimits(req contract.Request, host hostFacts) oci.Limits {
+func Limits(req contract.Request, host HostFacts) oci.Limits {
 	l := oci.Limits{MemoryBytes: req.MemoryBytes, CPUs: req.CPUs, Pids: req.Pids + initPids, TmpBytes: req.TmpBytes, NoFile: host.NoFile}
 	if req.Runtime == "runsc" {
-		l.Pids = runscPidsPerTask*l.Pids + runscPidsOverhead
+		l.Pids = RunscPidsPerTask*l.Pids + RunscPidsOverhead
 	}
 	return l
 }
@@ -117,7 +117,7 @@ func sandboxLimits(req contract.Request, host hostFacts) oci.Limits {
 // the environment of its image's config and the host's facts. Its PID 1
 // is boxer-init, which runs the program; a gated sandbox's waits for a
 // line on stdin first (a sandbox made before its request).
-func buildSpec(id string, req contract.Request, imageEnv []string, host hostFacts, dirs sandboxDirs, gate bool) (*specs.Spec, error) {
+func BuildSpec(id string, req contract.Request, imageEnv []string, host HostFacts, dirs Dirs, gate bool) (*specs.Spec, error) {
 	var presetEnv, netEnv []string
 	if dirs.Net != nil {
 		netEnv = dirs.Net.Env
@@ -139,7 +139,7 @@ func buildSpec(id string, req contract.Request, imageEnv []string, host hostFact
 	if dirs.Home != "" {
 		home = []string{"HOME=" + contract.SessionHome}
 	}
-	args, env := req.Argv(), buildEnv(imageEnv, presetEnv, home, netEnv, trust, req.Env)
+	args, env := req.Argv(), BuildEnv(imageEnv, presetEnv, home, netEnv, trust, req.Env)
 	if len(dirs.SecretEnv) > 0 {
 		args = contract.SecretEnvScript(args, dirs.SecretEnv, env)
 	}
@@ -162,7 +162,7 @@ func buildSpec(id string, req contract.Request, imageEnv []string, host hostFact
 		oci.WithProcess(args, env, oci.Workspace),
 		oci.WithInit(gate),
 		oci.WithUser(req.UID, req.GID),
-		oci.WithLimits(sandboxLimits(req, host)),
+		oci.WithLimits(Limits(req, host)),
 		oci.WithCgroupsPath(reaper.CgroupsPath(host.Namespace, id)),
 		oci.WithSeccomp(profile),
 		oci.WithWorkspaceBind(dirs.Workspace),
@@ -212,7 +212,7 @@ func buildSpec(id string, req contract.Request, imageEnv []string, host hostFact
 }
 
 // buildEnv merges environments, later entries replacing earlier ones by name.
-func buildEnv(layers ...[]string) []string {
+func BuildEnv(layers ...[]string) []string {
 	var out []string
 	index := map[string]int{}
 	for _, layer := range layers {

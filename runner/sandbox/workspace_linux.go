@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ const maxCopyOutEntries = 200000
 // mountWorkspace mounts the size-limited tmpfs that becomes /workspace on
 // the host, so that files can go in before the run and come out after it
 // (the sandbox's own mounts die with its mount namespace).
-func mountWorkspace(dir string, size int64, uid, gid uint32) error {
+func MountWorkspace(dir string, size int64, uid, gid uint32) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("creating workspace: %w", err)
 	}
@@ -38,8 +38,8 @@ func mountWorkspace(dir string, size int64, uid, gid uint32) error {
 // copyIn copies the host directory src into the workspace dst, owned by
 // uid:gid. It refuses special files and symlinks that point outside src,
 // and a tree larger than budget, before copying anything.
-func copyIn(src, dst string, budget int64, uid, gid uint32) error {
-	if err := checkTree(src, budget); err != nil {
+func CopyIn(src, dst string, budget int64, uid, gid uint32) error {
+	if err := CheckTree(src, budget); err != nil {
 		return err
 	}
 	root, err := os.OpenRoot(dst)
@@ -47,12 +47,12 @@ func copyIn(src, dst string, budget int64, uid, gid uint32) error {
 		return err
 	}
 	defer root.Close()
-	return copyInto(src, root, uid, gid)
+	return CopyInto(src, root, uid, gid)
 }
 
 // checkTree checks the host directory src for copyIn: no special files, no
 // symlinks that point outside it, at most budget bytes.
-func checkTree(src string, budget int64) error {
+func CheckTree(src string, budget int64) error {
 	st, err := os.Stat(src)
 	if err != nil {
 		return contract.FieldErr(contract.FieldCopyIn, "%s: %v", src, err)
@@ -100,7 +100,7 @@ func checkTree(src string, budget int64) error {
 }
 
 // copyInto copies the checked host directory src into root.
-func copyInto(src string, root *os.Root, uid, gid uint32) error {
+func CopyInto(src string, root *os.Root, uid, gid uint32) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -126,7 +126,7 @@ func copyInto(src string, root *os.Root, uid, gid uint32) error {
 				return fmt.Errorf("copying in %s: %w", rel, err)
 			}
 		default:
-			if err := copyFile(root, rel, p, mode); err != nil {
+			if err := CopyFile(root, rel, p, mode); err != nil {
 				return fmt.Errorf("copying in %s: %w", rel, err)
 			}
 		}
@@ -136,7 +136,7 @@ func copyInto(src string, root *os.Root, uid, gid uint32) error {
 
 // writeFiles writes files (relative path to content) into the workspace dst,
 // creating their directories, owned by uid:gid.
-func writeFiles(dst string, files map[string][]byte, uid, gid uint32) error {
+func WriteFiles(dst string, files map[string][]byte, uid, gid uint32) error {
 	if len(files) == 0 {
 		return nil
 	}
@@ -156,15 +156,15 @@ func writeFilesRoot(root *os.Root, files map[string][]byte, uid, gid uint32) err
 		abs := path.Join(oci.Workspace, name)
 		if dir := filepath.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("writing files: %w", fsError(abs, err))
+				return fmt.Errorf("writing files: %w", FSError(abs, err))
 			}
 			for d := dir; d != "."; d = filepath.Dir(d) {
 				_ = root.Lchown(d, int(uid), int(gid))
 			}
 		}
-		f, err := openRegular(root, contract.FieldFiles, name, abs, os.O_WRONLY|os.O_CREATE, 0o644)
+		f, err := OpenRegular(root, contract.FieldFiles, name, abs, os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
-			return fmt.Errorf("writing files: %w", fsError(abs, err))
+			return fmt.Errorf("writing files: %w", FSError(abs, err))
 		}
 		err = f.Truncate(0)
 		if err == nil {
@@ -174,13 +174,13 @@ func writeFilesRoot(root *os.Root, files map[string][]byte, uid, gid uint32) err
 			err = f.Chown(int(uid), int(gid))
 		}
 		if err := errors.Join(err, f.Close()); err != nil {
-			return fmt.Errorf("writing files: %w", fsError(abs, err))
+			return fmt.Errorf("writing files: %w", FSError(abs, err))
 		}
 	}
 	return nil
 }
 
-func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
+func CopyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -199,18 +199,18 @@ func copyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 // files are skipped), at most budget bytes in all, and never outside dst
 // (every write goes through an os.Root). It returns what it copied and how
 // many entries it skipped.
-func copyOut(src, dst string, budget int64) ([]contract.File, int, error) {
+func CopyOut(src, dst string, budget int64) ([]contract.File, int, error) {
 	from, err := os.OpenRoot(src)
 	if err != nil {
 		return nil, 0, fmt.Errorf("copying out: %w", err)
 	}
 	defer from.Close()
-	return copyOutOf(from, dst, budget)
+	return CopyOutOf(from, dst, budget)
 }
 
 // copyOutOf is copyOut from a root: every read stays inside it, even while
 // the sandbox still runs and changes the tree (a session's).
-func copyOutOf(from *os.Root, dst string, budget int64) ([]contract.File, int, error) {
+func CopyOutOf(from *os.Root, dst string, budget int64) ([]contract.File, int, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return nil, 0, fmt.Errorf("copying out to %s: %w", dst, err)
 	}
@@ -306,7 +306,7 @@ func copyOutFile(root *os.Root, rel string, from *os.Root, info fs.FileInfo) (in
 // files skipped), each read through O_NOFOLLOW and checked again once
 // open, at most budget bytes of content in all. A file larger than what is
 // left is listed, truncated, without content.
-func returnFiles(src string, globs []string, budget int64) []contract.ReturnedFile {
+func ReturnFiles(src string, globs []string, budget int64) []contract.ReturnedFile {
 	from, err := os.OpenRoot(src)
 	if err != nil {
 		return nil
@@ -373,7 +373,7 @@ func returnFile(from *os.Root, rel string, budget int64) (contract.ReturnedFile,
 
 // writeCode writes the program into dir, which is bind-mounted read-only
 // into the sandbox, and makes dir read-only.
-func writeCode(dir, file string, code []byte, support map[string]string) error {
+func WriteCode(dir, file string, code []byte, support map[string]string) error {
 	for name, content := range support {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
@@ -391,7 +391,7 @@ func writeCode(dir, file string, code []byte, support map[string]string) error {
 // terms: not there, leading out of its root (a PathError that is also
 // not there: the same to the caller), exists, full, too long, or a
 // refusal naming the path (cut if long).
-func fsError(abs string, err error) error {
+func FSError(abs string, err error) error {
 	var fe *contract.FieldError
 	var pe *contract.PathError
 	shown := contract.CutPath(abs)

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"bytes"
@@ -67,7 +67,7 @@ func TestWrapRuncDrift(t *testing.T) {
 	}()
 
 	// The runc here is the pinned one, and boxer-wrap was read against it.
-	mk, err := os.ReadFile("../Makefile")
+	mk, err := os.ReadFile("../../Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}

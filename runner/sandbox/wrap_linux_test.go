@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 func buildWrap(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), WrapName)
-	if out, err := exec.Command("musl-gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", bin, "../init/boxer-wrap.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("musl-gcc", "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", bin, "../../init/boxer-wrap.c").CombinedOutput(); err != nil {
 		t.Fatalf("building boxer-wrap: %v: %s", err, out)
 	}
 	return bin
@@ -25,7 +25,7 @@ func buildWrap(t *testing.T) string {
 // writeWrapper writes a wrapper file for boxer-wrap at wrap into dir.
 func writeWrapper(t *testing.T, wrap, dir, name string, directives ...string) string {
 	t.Helper()
-	content, ok := wrapFile(wrap, "a test's wrapper.", directives...)
+	content, ok := WrapFile(wrap, "a test's wrapper.", directives...)
 	if !ok {
 		t.Fatalf("wrapFile(%q) refused", directives)
 	}
@@ -49,7 +49,7 @@ func TestWrapRuntime(t *testing.T) {
 	if got, want := string(out), "first|second one --root /x\n0\n77\n"; got != want {
 		t.Errorf("wrapper printed %q, want %q", got, want)
 	}
-	if _, ok := wrapFile(wrap, "x", "arg a\nexec b"); ok {
+	if _, ok := WrapFile(wrap, "x", "arg a\nexec b"); ok {
 		t.Error("wrapFile took a directive with a newline")
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 // Opening what a sandbox may have planted, from the host, without ever waiting on it.
 
@@ -21,7 +21,7 @@ import (
 // someone opens the other end, for good if nobody does); a socket fails
 // with ENXIO, a file under a lease with EWOULDBLOCK instead of waiting
 // for the lease's break. O_NOCTTY: a terminal is never the server's.
-func openRegular(root *os.Root, field, rel, abs string, flag int, perm fs.FileMode) (*os.File, error) {
+func OpenRegular(root *os.Root, field, rel, abs string, flag int, perm fs.FileMode) (*os.File, error) {
 	f, err := root.OpenFile(rel, flag|unix.O_NONBLOCK|unix.O_NOCTTY, perm)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -54,7 +54,7 @@ func openRegular(root *os.Root, field, rel, abs string, flag int, perm fs.FileMo
 // directory is opened with O_DIRECTORY, which opens nothing else, and
 // becomes a root through its descriptor (the same directory, whatever
 // is renamed meanwhile).
-func openDirRoot(root *os.Root, rel string) (*os.Root, error) {
+func OpenDirRoot(root *os.Root, rel string) (*os.Root, error) {
 	d, err := root.OpenFile(rel, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err

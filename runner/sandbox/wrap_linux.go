@@ -1,6 +1,6 @@
-package runner
+package sandbox
 
-// This file finds boxer-wrap and writes the wrapper files it reads.
+// Finding the helper programs boxer builds (boxer-wrap among them) and writing the wrapper files boxer-wrap reads.
 
 import (
 	"os"
@@ -20,8 +20,8 @@ const WrapName = "boxer-wrap"
 // (the kernel ends the interpreter's path at a blank). Without it the
 // wrappers are /bin/sh scripts, which cost a shell's start per runtime
 // command.
-func wrapBinary() string {
-	p := helperBinary(WrapName)
+func WrapBinary() string {
+	p := HelperBinary(WrapName)
 	if strings.ContainsAny(p, " \t\n") || len(p) > 120 {
 		return ""
 	}
@@ -32,7 +32,7 @@ func wrapBinary() string {
 // interprets: a comment saying what it is, then one directive a line.
 // ok is false when a directive's value holds a newline, which cannot be
 // written as one.
-func wrapFile(wrap, comment string, directives ...string) (content string, ok bool) {
+func WrapFile(wrap, comment string, directives ...string) (content string, ok bool) {
 	var b strings.Builder
 	b.WriteString("#!" + wrap + "\n# Written by boxer: " + comment + "\n")
 	for _, d := range directives {
@@ -48,7 +48,7 @@ func wrapFile(wrap, comment string, directives ...string) (content string, ok bo
 // beside the running boxer binary (as 'make build' leaves them), then in
 // boxer's libexec directory ('make deps'), then on PATH; an absolute
 // path, or empty when there is none.
-func helperBinary(name string) string {
+func HelperBinary(name string) string {
 	if exe, err := os.Executable(); err == nil {
 		if p := filepath.Join(filepath.Dir(exe), name); isExecutable(p) {
 			return p

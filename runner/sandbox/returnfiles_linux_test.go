@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func TestReturnFiles(t *testing.T) {
 	if err := unix.Mkfifo(filepath.Join(dir, "fifo.png"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := returnFiles(dir, []string{"*.png", "out/*.csv", "*.bin"}, 1000)
+	got := ReturnFiles(dir, []string{"*.png", "out/*.csv", "*.bin"}, 1000)
 	byPath := map[string]contract.ReturnedFile{}
 	for _, f := range got {
 		byPath[f.Path] = f
