@@ -15,7 +15,7 @@ import (
 // happened and what to do (docs/reference.md, "When the host fails"); any
 // other error is returned as it is. The chain under it goes to the debug
 // log.
-func (r *Runner) fault(ctx context.Context, err error) error {
+func (r *Host) fault(ctx context.Context, err error) error {
 	if err == nil || fault.Is(err) || errors.Is(err, contract.ErrInterrupted) {
 		return err
 	}
@@ -38,7 +38,7 @@ func (r *Runner) fault(ctx context.Context, err error) error {
 // containerdGone is the fault of a containerd that went away: its socket
 // gone, or nothing answering on it. boxer's private daemon comes back by
 // itself; a host's own does not.
-func (r *Runner) containerdGone(err error) *fault.Error {
+func (r *Host) containerdGone(err error) *fault.Error {
 	sock := strings.TrimPrefix(r.address, "unix://")
 	f := &fault.Error{What: "containerd at " + sock + " stopped answering", Err: err}
 	if socketGone(sock) {

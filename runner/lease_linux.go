@@ -34,7 +34,7 @@ type containerLease struct {
 const containerLeaseTTL = 24 * time.Hour
 
 // withContainerLease is ctx for NewContainer.
-func (r *Runner) withContainerLease(ctx context.Context) context.Context {
+func (r *Host) withContainerLease(ctx context.Context) context.Context {
 	if r.lease.made.Add(1) >= 2 {
 		r.lease.once.Do(func() {
 			l, err := r.client.LeasesService().Create(ctx, leases.WithID(reaper.ContainerLeasePrefix+strings.TrimPrefix(newID(), "bx-")),
@@ -53,7 +53,7 @@ func (r *Runner) withContainerLease(ctx context.Context) context.Context {
 }
 
 // closeContainerLease removes the lease, if there is one.
-func (r *Runner) closeContainerLease() {
+func (r *Host) closeContainerLease() {
 	id := r.lease.id.Load()
 	if id == nil {
 		return

@@ -40,7 +40,7 @@ func (sb *sandbox) lookUpView(ctx context.Context, rootfs snapshots.Rootfs) {
 // there is none (fresh: a new one, whatever there is). A view's mounts do
 // not change while it exists, so each Runner asks once per view; a failed
 // lookup is forgotten, and the next sandbox asks again.
-func (r *Runner) viewLookup(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) *viewLookup {
+func (r *Host) viewLookup(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) *viewLookup {
 	l := &viewLookup{done: make(chan struct{})}
 	if fresh {
 		r.userns.views.Store(rootfs.Key, l)
@@ -65,7 +65,7 @@ func (r *Runner) viewLookup(ctx context.Context, rootfs snapshots.Rootfs, fresh 
 }
 
 // viewLayers waits for the layers of rootfs's view, uppermost first.
-func (r *Runner) viewLayers(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) ([]string, error) {
+func (r *Host) viewLayers(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) ([]string, error) {
 	l := r.viewLookup(ctx, rootfs, fresh)
 	select {
 	case <-l.done:

@@ -28,47 +28,27 @@ import (
 
 // Runner runs sandboxes on one containerd.
 type Runner struct {
-	client    *containerd.Client
-	address   string
-	namespace string
-	stateDir  string
-	runsDir   string
+	// Host is what the sandbox's life needs of the host and containerd.
+	*Host
+	// realShim is the runc shim's binary, where known (boxer's private
+	// daemon): for the reaper.
+	realShim string
 	// checkpointsDir holds sessions' checkpoints, on disk
 	// (session_snapshot_linux.go).
 	checkpointsDir string
-	cgroups        cgroups.Mode
-	host           box.HostFacts
-	owner          string
 	// useStandby: runs claim standbys (Options.Standby).
 	useStandby bool
 	// handOff: runs leave their sandboxes in handedOff (Options.HandOff).
 	handOff   bool
 	handedMu  sync.Mutex
 	handedOff []string
-	// shim is the runtime for containerd: io.containerd.runc.v2, or the
-	// path of boxer's wrapper around it (see reaper.ShimScript).
-	shim string
-	// wrap is boxer-wrap, the wrappers' interpreter; empty: they are
-	// /bin/sh scripts (see wrap_linux.go).
-	wrap string
-	// shimContent is what the file shim holds when it is boxer's wrapper.
-	shimContent string
-	// realShim is the runc shim's binary and bundlesDir containerd's task
-	// bundles, where known (boxer's private daemon): for the reaper.
-	realShim   string
-	bundlesDir string
-	// private says that containerd is boxer's own, which the next boxer
-	// command starts again should it stop.
-	private bool
-	reaper  *reaper.Reaper
-	egress  egressSetup
-	userns  usernsSetup
-	pool    *pool
-	ready   *readyPool
+	reaper    *reaper.Reaper
+	egress    egressSetup
+	pool      *pool
+	ready     *readyPool
 	// shims are the shared shims of runc sandboxes; nil: a shim each.
 	shims      *shimSet
 	shimWarned atomic.Bool
-	lease      containerLease
 	secrets    *secrets.Store
 	// keeper starts a session's keeper (Options.Keeper).
 	keeper []string
@@ -110,19 +90,21 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", address, err)
 	}
 	r := &Runner{
-		client:         client,
-		address:        address,
-		namespace:      o.Namespace,
-		stateDir:       o.Daemon.State,
-		runsDir:        filepath.Join(o.Daemon.State, "runs"),
+		Host: &Host{
+			client:    client,
+			address:   address,
+			namespace: o.Namespace,
+			stateDir:  o.Daemon.State,
+			runsDir:   filepath.Join(o.Daemon.State, "runs"),
+			cgroups:   cgroups.DetectMode(),
+			host:      box.HostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
+			owner:     reaper.Self(),
+			shim:      runcShim,
+			wrap:      box.WrapBinary(),
+		},
 		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
-		cgroups:        cgroups.DetectMode(),
-		host:           box.HostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
-		owner:          reaper.Self(),
 		useStandby:     o.Standby,
 		handOff:        o.HandOff,
-		shim:           runcShim,
-		wrap:           box.WrapBinary(),
 		secrets:        o.Secrets,
 		keeper:         o.Keeper,
 		inject:         o.Inject,
@@ -483,4 +465,13 @@ func (r *Runner) Health(ctx context.Context) contract.Health {
 		h.OK = h.OK && err == nil
 	}
 	return h
+}
+
+// sweep returns what sandboxes whose run directory is gone held on the
+// host (the reaper's last step: it has removed the run directories of
+// dead boxer processes): their links and their blocks of ids.
+func (r *Runner) sweep(ctx context.Context) {
+	r.sweepLinks(ctx)
+	r.sweepCheckpoints(ctx)
+	r.sweepUserns(ctx)
 }

@@ -51,7 +51,7 @@ func runscNetstackFlags() []string {
 // every runsc command. runc in a user
 // namespace of boxer's runs through a wrapper that sets its rlimits (see
 // runcUsernsWrapper).
-func (r *Runner) runtime(name string, netstack, userns bool) (string, any, error) {
+func (r *Host) runtime(name string, netstack, userns bool) (string, any, error) {
 	if r.shimContent != "" {
 		// Another boxer on this state directory (another build, its
 		// boxer-wrap elsewhere) may have written it since: each sandbox
@@ -165,7 +165,7 @@ func runscBinary() (string, error) {
 // runscWrapper writes the script the shim runs as its "runc" binary: one
 // for sandboxes without network, one for those with gVisor's netstack on
 // their namespace (egress, or a session).
-func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
+func (r *Host) runscWrapper(bin string, netstack bool) (string, error) {
 	name, flags := "runsc", RunscFlags()
 	if netstack {
 		name, flags = "runsc-netstack", runscNetstackFlags()
@@ -198,7 +198,7 @@ func (r *Runner) runscWrapper(bin string, netstack bool) (string, error) {
 // one the shim would run: the first on its PATH. boxer-wrap does runc's
 // start and delete of these sandboxes itself (runc-fast in
 // init/boxer-wrap.c): two of the three executions of runc per sandbox.
-func (r *Runner) runcUsernsWrapper() (string, error) {
+func (r *Host) runcUsernsWrapper() (string, error) {
 	nofile := strconv.FormatUint(r.host.NoFile, 10)
 	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
 	if r.wrap != "" {

@@ -50,7 +50,7 @@ func newUsernsSetup(o UsernsOptions) (usernsSetup, error) {
 // useHolders makes the sandboxes' namespaces with boxer-wrap, where it is
 // installed, in place of util-linux's unshare and a shell: two programs'
 // starts less per sandbox (userns.Options.Hold).
-func (r *Runner) useHolders() {
+func (r *Host) useHolders() {
 	if r.userns.host || r.wrap == "" {
 		return
 	}
@@ -158,19 +158,8 @@ func (sb *sandbox) adoptUserns() error {
 // releaseUserns returns the block of the sandbox whose run directory is
 // runDir (gone, with its namespace's bind mount, and its processes),
 // whoever made it and whatever this Runner's setting.
-func (r *Runner) releaseUserns(runDir string) error {
+func (r *Host) releaseUserns(runDir string) error {
 	return userns.Release(r.userns.opts.Dir, runDir)
-}
-
-// sweep returns what sandboxes whose run directory is gone held on the
-// host (the reaper's last step: it has removed the run directories of
-// dead boxer processes): their links and their blocks of ids.
-func (r *Runner) sweep(ctx context.Context) {
-	r.sweepLinks(ctx)
-	r.sweepCheckpoints(ctx)
-	if err := userns.Sweep(r.userns.opts.Dir); err != nil {
-		log.G(ctx).WithError(err).Warn("sweeping user id blocks")
-	}
 }
 
 // checkBundlesWalkable: a sandbox's root in its user namespace, a host id
@@ -180,7 +169,7 @@ func (r *Runner) sweep(ctx context.Context) {
 // a lease taken first, made it 0700; search alone opens nothing in it:
 // what it holds keeps its own modes); any other is said at once, not as
 // runc's "permission denied" on the first run.
-func (r *Runner) checkBundlesWalkable(state string) error {
+func (r *Host) checkBundlesWalkable(state string) error {
 	if r.userns.host || r.bundlesDir == "" {
 		return nil
 	}
@@ -201,5 +190,13 @@ func (r *Runner) checkBundlesWalkable(state string) error {
 		if d == filepath.Dir(d) {
 			return nil
 		}
+	}
+}
+
+// sweepUserns returns the blocks of ids of sandboxes whose run directory
+// is gone (the reaper's last step, sweep).
+func (r *Host) sweepUserns(ctx context.Context) {
+	if err := userns.Sweep(r.userns.opts.Dir); err != nil {
+		log.G(ctx).WithError(err).Warn("sweeping user id blocks")
 	}
 }
