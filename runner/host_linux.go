@@ -1,6 +1,9 @@
 package runner
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+
 	containerd "github.com/containerd/containerd/v2/client"
 
 	"github.com/boxer-dev/boxer/cgroups"
@@ -35,4 +38,11 @@ type Host struct {
 	private bool
 	userns  usernsSetup
 	lease   containerLease
+}
+
+// newID makes a sandbox's ID.
+func newID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "bx-" + hex.EncodeToString(b)
 }

@@ -4,18 +4,15 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/boxer-dev/boxer/reaper"
-	"github.com/boxer-dev/boxer/runner/contract"
-	"github.com/boxer-dev/boxer/snapshots"
-	"github.com/boxer-dev/boxer/userns"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/mount"
+
+	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/snapshots"
 )
 
 // viewLookup is one question to containerd about the layers of an image's
@@ -24,16 +21,6 @@ type viewLookup struct {
 	done   chan struct{}
 	layers []string
 	err    error
-}
-
-// lookUpView starts, unless one is under way or answered, the lookup of
-// the layers of rootfs's view, for a sandbox that gets a user namespace of
-// its own: containerd's answer (about 1.4 ms on a new process) comes
-// while the run directory and the namespace are made.
-func (sb *sandbox) lookUpView(ctx context.Context, rootfs snapshots.Rootfs) {
-	if sb.wantsUserns() {
-		sb.r.viewLookup(ctx, rootfs, false)
-	}
 }
 
 // viewLookup returns the lookup of rootfs's view's layers, started now if
@@ -72,38 +59,6 @@ func (r *Host) viewLayers(ctx context.Context, rootfs snapshots.Rootfs, fresh bo
 		return l.layers, l.err
 	case <-ctx.Done():
 		return nil, contract.ErrInterrupted
-	}
-}
-
-// mountRoot gives a sandbox in a user namespace of its own its root: the
-// image's shared read-only view, idmapped through its namespace and
-// mounted in its run directory, so that the image's files show their
-// owners inside (root's are uid 0, not the overflow id) with no copy. The
-// view's layers are shared and unchanged; the mount goes with the run
-// directory (reaper.RemoveRunDir), on every teardown, the reaper's too.
-func (sb *sandbox) mountRoot(ctx context.Context, rootfs snapshots.Rootfs) error {
-	if sb.dirs.Userns == nil {
-		return nil
-	}
-	dir := reaper.RootDir(sb.runDir)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return fmt.Errorf("creating root directory: %w", err)
-	}
-	for fresh := false; ; fresh = true {
-		layers, err := sb.r.viewLayers(ctx, rootfs, fresh)
-		if err != nil {
-			return err
-		}
-		err = userns.MountIDMapped(sb.dirs.Userns.Path, layers, dir)
-		if err == nil {
-			sb.dirs.Root = dir
-			return nil
-		}
-		// The view was made anew since its layers were learnt (the image
-		// removed and set up again): once more, from containerd.
-		if fresh || !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
 	}
 }
 

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/daemon"
@@ -20,10 +23,6 @@ import (
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/errdefs"
-	"github.com/containerd/log"
-	"golang.org/x/sys/unix"
 )
 
 // Runner runs sandboxes on one containerd.
@@ -441,12 +440,6 @@ func nofileLimit() uint64 {
 		return rl.Max
 	}
 	return 1024
-}
-
-func newID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "bx-" + hex.EncodeToString(b)
 }
 
 // Health checks containerd and the presets' images.

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/containerd/log"
+
 	"github.com/boxer-dev/boxer/fault"
-	"github.com/boxer-dev/boxer/runner/contract"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
-	"github.com/containerd/log"
 )
 
 // usernsSetup is how runc sandboxes get user namespaces of their own, or,
@@ -74,46 +74,6 @@ func (r *Host) useHolders() {
 // usernsFile is where a run directory's user namespace is bound.
 func usernsFile(runDir string) string { return filepath.Join(runDir, "userns") }
 
-// wantsUserns says whether the sandbox gets a user namespace of its own:
-// on runc, unless the operator runs sandboxes in the host's. gVisor's
-// Sentry is a kernel of its own, with its own user namespace and counters.
-func (sb *sandbox) wantsUserns() bool {
-	return !sb.r.userns.host && sb.req.Runtime == "runc"
-}
-
-// makeUserns leases the sandbox's block of host ids and makes its user
-// namespace, bound in its run directory.
-func (sb *sandbox) makeUserns() error {
-	if sb.req.UID >= userns.Size || sb.req.GID >= userns.Size {
-		return contract.FieldErr(contract.FieldUser, "must be below %d:%d in the sandbox's user namespace, not %d:%d", userns.Size, userns.Size, sb.req.UID, sb.req.GID)
-	}
-	// A sandbox with egress gets its network namespace here, owned by
-	// its user namespace (runc could not mount a fresh sysfs in one of
-	// the host's); attachLink wires it.
-	var netPath string
-	if sb.req.HasEgress() {
-		netPath = filepath.Join(sb.runDir, "netns")
-	}
-	ns, err := userns.Make(sb.r.userns.opts, sb.runDir, usernsFile(sb.runDir), netPath)
-	if errors.Is(err, userns.ErrFull) {
-		return &fault.Error{What: err.Error(), Do: "wait for sandboxes to end, or give boxer a larger range with --userns-range", Err: err}
-	}
-	if err != nil {
-		return err
-	}
-	sb.dirs.Userns = &box.Userns{Path: ns.Path, Base: ns.Base}
-	return nil
-}
-
-// hostIDs are the host's uid and gid of the sandbox's user: files boxer
-// writes for it are theirs.
-func (sb *sandbox) hostIDs() (uid, gid uint32) {
-	if u := sb.dirs.Userns; u != nil {
-		return u.Base + sb.req.UID, u.Base + sb.req.GID
-	}
-	return sb.req.UID, sb.req.GID
-}
-
 // hostIDsOf are the host's uid and gid of uid:gid in the sandbox whose run
 // directory is runDir, made by this process or another (a session's, a
 // standby's): its namespace's owner is its block's first id.
@@ -136,23 +96,6 @@ func usernsBase(runDir string) (base uint32, ok bool, err error) {
 		return 0, false, fmt.Errorf("reading the sandbox's user namespace: %w", err)
 	}
 	return base, true, nil
-}
-
-// adoptUserns takes over the namespace of a sandbox another process made
-// (a standby), which must match this Runner's setting: a sandbox made in
-// the host's namespace never serves a Runner that gives each its own.
-func (sb *sandbox) adoptUserns() error {
-	base, ok, err := usernsBase(sb.runDir)
-	if err != nil {
-		return err
-	}
-	if ok != sb.wantsUserns() {
-		return fmt.Errorf("standby %s was made with another user namespace setting", sb.id)
-	}
-	if ok {
-		sb.dirs.Userns = &box.Userns{Path: usernsFile(sb.runDir), Base: base}
-	}
-	return nil
 }
 
 // releaseUserns returns the block of the sandbox whose run directory is
