@@ -93,7 +93,7 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	if !validSessionID(id) {
 		return contract.ErrSessionNotFound
 	}
-	runDir := filepath.Join(r.runsDir, id)
+	runDir := filepath.Join(r.RunsDir, id)
 	// Its secrets first: its maker writes them while it waits.
 	held, herr := inheritedSecrets()
 	// Locked already when its maker handed it the session.
@@ -118,7 +118,7 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	if held == nil {
 		held = deliveredSecrets(runDir, rec)
 	}
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	if err != nil {
 		return fmt.Errorf("loading session %s: %w", id, err)
 	}

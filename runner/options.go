@@ -5,6 +5,7 @@ import (
 
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 )
 
@@ -26,7 +27,7 @@ type Options struct {
 	// have network egress.
 	Egress EgressOptions
 	// Userns is the operator's setting of runc sandboxes' user namespaces.
-	Userns UsernsOptions
+	Userns box.UsernsOptions
 	// Secrets are the values requests may name (Request.Secrets); nil
 	// holds none.
 	Secrets *secrets.Store
@@ -84,3 +85,7 @@ type EgressOptions struct {
 // DefaultShimRuns is how many sandboxes a shared shim serves before a new
 // one takes its place.
 const DefaultShimRuns = 1000
+
+// UsernsOptions are the operator's settings of runc sandboxes' user
+// namespaces (sandbox.UsernsOptions).
+type UsernsOptions = box.UsernsOptions

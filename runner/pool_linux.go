@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/containerd/log"
 )
@@ -118,7 +119,7 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max co
 		if _, dup := p.ready[req.Shape()]; dup {
 			continue
 		}
-		rootfs, err := snapshots.Resolve(ctx, r.client, req.ImageName())
+		rootfs, err := snapshots.Resolve(ctx, r.Containerd, req.ImageName())
 		if err != nil {
 			cancel()
 			return fmt.Errorf("pre-created sandboxes for %s: %w", entry, err)
@@ -146,7 +147,7 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req contra
 		// Make the next sandbox when no request is running, or at once
 		// when a request waits for one.
 		p.settle(ctx, func() bool { return p.waiting.Load() > 0 })
-		sb := r.newSandbox(newID(), req, true)
+		sb := r.newSandbox(box.NewID(), req, true)
 		if err := sb.make(ctx, rootfs); err != nil {
 			log.G(ctx).WithError(err).Warn("pre-creating a sandbox")
 			if err := sb.destroy(ctx); err != nil {

@@ -105,7 +105,7 @@ func (sb *sandbox) removePreloadMarker() error {
 // cpuSoFar is the CPU time the sandbox has used until now: a preloaded
 // sandbox's imports, which its run's figure leaves out.
 func (sb *sandbox) cpuSoFar() uint64 {
-	stats, err := cgroups.ReadStats(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id))
+	stats, err := cgroups.ReadStats(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id))
 	if err != nil {
 		return 0
 	}

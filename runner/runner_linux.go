@@ -28,7 +28,7 @@ import (
 // Runner runs sandboxes on one containerd.
 type Runner struct {
 	// Host is what the sandbox's life needs of the host and containerd.
-	*Host
+	*box.Host
 	// realShim is the runc shim's binary, where known (boxer's private
 	// daemon): for the reaper.
 	realShim string
@@ -82,24 +82,24 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	}
 	if o.Address != "" && !daemon.Answers(address) {
 		// Said at once, not after the client's dial timeout.
-		return nil, noContainerd(address)
+		return nil, box.NoContainerd(address)
 	}
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(o.Namespace), containerd.WithTimeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", address, err)
 	}
 	r := &Runner{
-		Host: &Host{
-			client:    client,
-			address:   address,
-			namespace: o.Namespace,
-			stateDir:  o.Daemon.State,
-			runsDir:   filepath.Join(o.Daemon.State, "runs"),
-			cgroups:   cgroups.DetectMode(),
-			host:      box.HostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
-			owner:     reaper.Self(),
-			shim:      runcShim,
-			wrap:      box.WrapBinary(),
+		Host: &box.Host{
+			Containerd: client,
+			Address:    address,
+			Namespace:  o.Namespace,
+			StateDir:   o.Daemon.State,
+			RunsDir:    filepath.Join(o.Daemon.State, "runs"),
+			Cgroups:    cgroups.DetectMode(),
+			Facts:      box.HostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: box.FindInit()},
+			Owner:      reaper.Self(),
+			Shim:       runcShim,
+			Wrap:       box.WrapBinary(),
 		},
 		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
 		useStandby:     o.Standby,
@@ -112,24 +112,24 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
 		making:         map[string]string{},
 	}
-	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
+	if r.egress, err = newEgressSetup(r.StateDir, o.Egress); err != nil {
 		client.Close()
 		return nil, err
 	}
-	if r.userns, err = newUsernsSetup(o.Userns); err != nil {
+	if r.Userns, err = box.NewUsernsSetup(o.Userns); err != nil {
 		client.Close()
 		return nil, err
 	}
-	r.useHolders()
+	r.UseHolders()
 	v2 := r.containerd2(ctx)
 	if address == o.Daemon.Address() {
-		r.private = true
-		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
-		r.realShim = shimBinary(o.Daemon, v2)
+		r.Private = true
+		r.BundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
+		r.realShim = box.ShimBinary(o.Daemon, v2)
 		if v2 {
 			r.useShimWrapper(ctx)
 		}
-		if err := r.checkBundlesWalkable(o.Daemon.State); err != nil {
+		if err := r.CheckBundlesWalkable(o.Daemon.State); err != nil {
 			client.Close()
 			return nil, err
 		}
@@ -143,9 +143,9 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	}
 	if o.Reap {
 		r.reaper = reaper.Start(ctx, reaper.Config{
-			Client: client, Namespace: r.namespace, Address: address,
-			Runs: r.runsDir, State: r.stateDir, Bundles: r.bundlesDir, Shim: r.realShim, Runc: runcBinary(),
-			Cgroups: r.cgroups, Destroy: r.destroyLeftover, After: r.sweep,
+			Client: client, Namespace: r.Namespace, Address: address,
+			Runs: r.RunsDir, State: r.StateDir, Bundles: r.BundlesDir, Shim: r.realShim, Runc: box.RuncBinary(),
+			Cgroups: r.Cgroups, Destroy: r.destroyLeftover, After: r.sweep,
 		})
 	}
 	return r, nil
@@ -155,7 +155,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 // the shim's delete (see useShimWrapper) and has a sandbox store (see
 // shims_linux.go).
 func (r *Runner) containerd2(ctx context.Context) bool {
-	v, err := r.client.Version(ctx)
+	v, err := r.Containerd.Version(ctx)
 	return err == nil && strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.")
 }
 
@@ -167,20 +167,20 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 		return
 	}
 	script := reaper.ShimScript(r.realShim)
-	if r.wrap != "" {
-		if w, ok := box.WrapFile(r.wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
+	if r.Wrap != "" {
+		if w, ok := box.WrapFile(r.Wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
 			script = w
 		}
 	}
-	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), script); err == nil {
-		r.shim, r.shimContent = p, script
+	if p, err := box.WriteScript(filepath.Join(r.StateDir, "shim"), script); err == nil {
+		r.Shim, r.ShimContent = p, script
 	} else {
 		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
 	}
 }
 
 // Client is the containerd client, for image management.
-func (r *Runner) Client() *containerd.Client { return r.client }
+func (r *Runner) Client() *containerd.Client { return r.Containerd }
 
 // Close removes the pre-created sandboxes, waits for teardowns, removes
 // the shared shims, waits for the reaper, and closes the connection.
@@ -193,18 +193,18 @@ func (r *Runner) Close() error {
 	r.closeShims()
 	r.cleanups.Wait()
 	r.reaper.Wait()
-	r.closeContainerLease()
-	return r.client.Close()
+	r.CloseContainerLease()
+	return r.Containerd.Close()
 }
 
 // Run runs req in a fresh sandbox and removes every trace of it. A non-nil
 // error means boxer could not run the sandbox (exit 125) or was
 // interrupted; the program's own failures are in the Result.
 func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Result, retErr error) {
-	res = contract.Result{ID: newID(), Status: contract.StatusError, ExitCode: contract.ExitBoxer, Runtime: req.Runtime, Image: req.Image}
+	res = contract.Result{ID: box.NewID(), Status: contract.StatusError, ExitCode: contract.ExitBoxer, Runtime: req.Runtime, Image: req.Image}
 	defer func() {
 		if retErr != nil {
-			retErr = r.fault(ctx, retErr)
+			retErr = r.Fault(ctx, retErr)
 			res.Error = retErr.Error()
 		}
 	}()
@@ -259,10 +259,10 @@ func (r *Runner) sandboxFor(ctx context.Context, id string, req contract.Request
 
 // rootfsFor checks the host's cgroups and returns the root of req's image.
 func (r *Runner) rootfsFor(ctx context.Context, req contract.Request) (snapshots.Rootfs, error) {
-	if err := cgroups.Check(r.cgroups); err != nil {
+	if err := cgroups.Check(r.Cgroups); err != nil {
 		return snapshots.Rootfs{}, err
 	}
-	rootfs, err := snapshots.Resolve(ctx, r.client, req.ImageName())
+	rootfs, err := snapshots.Resolve(ctx, r.Containerd, req.ImageName())
 	if errors.Is(err, snapshots.ErrImageNotFound) {
 		e := &contract.ImageError{Ref: req.ImageName()}
 		if req.Image == "" {
@@ -361,7 +361,7 @@ func (sb *sandbox) result(res contract.Result, e exit, d contract.Delivery) (con
 func (r *Runner) verifyLimits(id string, l oci.Limits) error {
 	quota, period := l.CPUQuota()
 	want := cgroups.Limits{MemoryBytes: uint64(l.MemoryBytes), CPUQuotaUs: quota, CPUPeriodUs: period, Pids: uint64(l.Pids)}
-	got, err := cgroups.ReadLimits(r.cgroups, reaper.CgroupsPath(r.namespace, id))
+	got, err := cgroups.ReadLimits(r.Cgroups, reaper.CgroupsPath(r.Namespace, id))
 	if err == nil {
 		err = cgroups.Verify(got, want)
 	}
@@ -390,7 +390,7 @@ func (r *Runner) TakeHandedOff() (owner string, ids []string) {
 	r.handedMu.Lock()
 	defer r.handedMu.Unlock()
 	ids, r.handedOff = r.handedOff, nil
-	return r.owner, ids
+	return r.Owner, ids
 }
 
 // HandTo makes the process owner (reaper.OwnerOf) responsible for the
@@ -398,7 +398,7 @@ func (r *Runner) TakeHandedOff() (owner string, ids []string) {
 // reaper removes them, though their labels name this process.
 func (r *Runner) HandTo(owner string, ids []string) {
 	for _, id := range ids {
-		if err := reaper.HandRunDir(filepath.Join(r.runsDir, id), owner); err != nil {
+		if err := reaper.HandRunDir(filepath.Join(r.RunsDir, id), owner); err != nil {
 			log.G(context.Background()).WithError(err).Debugf("handing sandbox %s", id)
 		}
 	}
@@ -415,7 +415,7 @@ func (r *Runner) RemoveSandboxes(ctx context.Context, owner string, ids []string
 	ctx = context.WithoutCancel(ctx)
 	r.reaper.Wait()
 	for _, id := range ids {
-		c, err := r.client.LoadContainer(ctx, id)
+		c, err := r.Containerd.LoadContainer(ctx, id)
 		if err != nil {
 			if !errdefs.IsNotFound(err) {
 				log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
@@ -445,7 +445,7 @@ func nofileLimit() uint64 {
 // Health checks containerd and the presets' images.
 func (r *Runner) Health(ctx context.Context) contract.Health {
 	h := contract.Health{Images: map[string]bool{}}
-	v, err := r.client.Version(ctx)
+	v, err := r.Containerd.Version(ctx)
 	if err != nil {
 		h.Containerd = "unreachable: " + err.Error()
 		return h
@@ -453,7 +453,7 @@ func (r *Runner) Health(ctx context.Context) contract.Health {
 	h.Containerd = v.Version
 	h.OK = true
 	for _, p := range contract.Presets() {
-		_, err := r.client.ImageService().Get(ctx, p.Image)
+		_, err := r.Containerd.ImageService().Get(ctx, p.Image)
 		h.Images[p.Name] = err == nil
 		h.OK = h.OK && err == nil
 	}
@@ -466,5 +466,12 @@ func (r *Runner) Health(ctx context.Context) contract.Health {
 func (r *Runner) sweep(ctx context.Context) {
 	r.sweepLinks(ctx)
 	r.sweepCheckpoints(ctx)
-	r.sweepUserns(ctx)
+	r.SweepUserns(ctx)
 }
+
+// ShimName is boxer's build of containerd's runc shim (sandbox.ShimName).
+const ShimName = box.ShimName
+
+// InitBinary is the boxer-init every sandbox runs as its PID 1, or an
+// error saying how to install it (sandbox.InitBinary).
+func InitBinary() (string, error) { return box.InitBinary() }

@@ -134,7 +134,7 @@ func (sb *sandbox) to(next state, from ...state) error {
 
 // newSandbox returns a sandbox for a normalized request, in state new.
 func (r *Runner) newSandbox(id string, req contract.Request, gate bool) *sandbox {
-	return &sandbox{r: r, id: id, req: req, gate: gate, runDir: filepath.Join(r.runsDir, id)}
+	return &sandbox{r: r, id: id, req: req, gate: gate, runDir: filepath.Join(r.RunsDir, id)}
 }
 
 // make prepares and creates the sandbox on rootfs (and, gated, starts its
@@ -154,7 +154,7 @@ func (sb *sandbox) prepare() error {
 	if err := sb.to(statePrepared, stateNew); err != nil {
 		return err
 	}
-	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.r.namespace, sb.id); err != nil {
+	if _, err := reaper.MakeRunDir(sb.r.RunsDir, sb.r.Namespace, sb.id); err != nil {
 		return err
 	}
 	if sb.wantsUserns() {
@@ -167,7 +167,7 @@ func (sb *sandbox) prepare() error {
 	if err := os.Mkdir(sb.dirs.Code, 0o755); err != nil {
 		return fmt.Errorf("creating code directory: %w", err)
 	}
-	if err := linkInit(sb.r.host.Init, sb.dirs.Code); err != nil {
+	if err := box.LinkInit(sb.r.Facts.Init, sb.dirs.Code); err != nil {
 		return err
 	}
 	if sb.dirs.Preload = sb.preloads(); sb.dirs.Preload {
@@ -211,12 +211,12 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if err := sb.mountRoot(ctx, rootfs); err != nil {
 		return err
 	}
-	sb.limits = box.Limits(sb.req, r.host)
-	spec, err := box.BuildSpec(sb.id, sb.req, rootfs.Config.Env, r.host, sb.dirs, sb.gate)
+	sb.limits = box.Limits(sb.req, r.Facts)
+	spec, err := box.BuildSpec(sb.id, sb.req, rootfs.Config.Env, r.Facts, sb.dirs, sb.gate)
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner}
+	labels := map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.Owner}
 	if sb.session != nil {
 		if err := sb.session.shape(spec, sb.req, sb.dirs.SecretEnv, labels); err != nil {
 			return err
@@ -231,7 +231,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	}
 	// A session's runsc has its netstack so that its ports can be
 	// forwarded (session_port_linux.go).
-	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil || sb.session != nil, sb.dirs.Userns != nil)
+	shim, shimOpts, err := r.Runtime(sb.req.Runtime, sb.link != nil || sb.session != nil, sb.dirs.Userns != nil)
 	if err != nil {
 		return err
 	}
@@ -244,12 +244,12 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			containerd.WithSpec(spec),
 			containerd.WithRuntime(shim, shimOpts),
 			containerd.WithContainerLabels(labels),
-			withRootfs(rootfs, sb.dirs.Root != ""),
+			box.WithRootfs(rootfs, sb.dirs.Root != ""),
 		}
 		if sb.member != nil {
 			opts = append(opts, containerd.WithSandbox(sb.member.id))
 		}
-		sb.container, err = r.client.NewContainer(r.withContainerLease(opCtx), sb.id, opts...)
+		sb.container, err = r.Containerd.NewContainer(r.WithContainerLease(opCtx), sb.id, opts...)
 		if err != nil {
 			return fmt.Errorf("creating container: %w", err)
 		}
@@ -477,7 +477,7 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 	}
 	e.duration = end.Sub(sb.started)
 	e.facts.Status = status.ExitCode()
-	stats, err := cgroups.ReadStats(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id))
+	stats, err := cgroups.ReadStats(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id))
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
 	}

@@ -27,8 +27,8 @@ func TestSandboxStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := t.TempDir()
-	r := &Runner{Host: &Host{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: box.HostFacts{Init: init},
-		userns: usernsSetup{opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}}
+	r := &Runner{Host: &box.Host{RunsDir: t.TempDir(), Namespace: "boxer-unit", Cgroups: cgroups.DetectMode(), Facts: box.HostFacts{Init: init},
+		Userns: box.UsernsSetup{Opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}}
 	t.Cleanup(func() {
 		if held, _ := filepath.Glob(filepath.Join(leases, "[0-9]*")); len(held) > 0 {
 			t.Errorf("user id blocks left leased: %v", held)

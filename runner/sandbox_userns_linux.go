@@ -22,7 +22,7 @@ import (
 // on runc, unless the operator runs sandboxes in the host's. gVisor's
 // Sentry is a kernel of its own, with its own user namespace and counters.
 func (sb *sandbox) wantsUserns() bool {
-	return !sb.r.userns.host && sb.req.Runtime == "runc"
+	return !sb.r.Userns.InHost && sb.req.Runtime == "runc"
 }
 
 // makeUserns leases the sandbox's block of host ids and makes its user
@@ -38,7 +38,7 @@ func (sb *sandbox) makeUserns() error {
 	if sb.req.HasEgress() {
 		netPath = filepath.Join(sb.runDir, "netns")
 	}
-	ns, err := userns.Make(sb.r.userns.opts, sb.runDir, usernsFile(sb.runDir), netPath)
+	ns, err := userns.Make(sb.r.Userns.Opts, sb.runDir, box.UsernsFile(sb.runDir), netPath)
 	if errors.Is(err, userns.ErrFull) {
 		return &fault.Error{What: err.Error(), Do: "wait for sandboxes to end, or give boxer a larger range with --userns-range", Err: err}
 	}
@@ -62,7 +62,7 @@ func (sb *sandbox) hostIDs() (uid, gid uint32) {
 // (a standby), which must match this Runner's setting: a sandbox made in
 // the host's namespace never serves a Runner that gives each its own.
 func (sb *sandbox) adoptUserns() error {
-	base, ok, err := usernsBase(sb.runDir)
+	base, ok, err := box.UsernsBase(sb.runDir)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (sb *sandbox) adoptUserns() error {
 		return fmt.Errorf("standby %s was made with another user namespace setting", sb.id)
 	}
 	if ok {
-		sb.dirs.Userns = &box.Userns{Path: usernsFile(sb.runDir), Base: base}
+		sb.dirs.Userns = &box.Userns{Path: box.UsernsFile(sb.runDir), Base: base}
 	}
 	return nil
 }
@@ -81,7 +81,7 @@ func (sb *sandbox) adoptUserns() error {
 // while the run directory and the namespace are made.
 func (sb *sandbox) lookUpView(ctx context.Context, rootfs snapshots.Rootfs) {
 	if sb.wantsUserns() {
-		sb.r.viewLookup(ctx, rootfs, false)
+		sb.r.ViewLookup(ctx, rootfs, false)
 	}
 }
 
@@ -100,7 +100,7 @@ func (sb *sandbox) mountRoot(ctx context.Context, rootfs snapshots.Rootfs) error
 		return fmt.Errorf("creating root directory: %w", err)
 	}
 	for fresh := false; ; fresh = true {
-		layers, err := sb.r.viewLayers(ctx, rootfs, fresh)
+		layers, err := sb.r.ViewLayers(ctx, rootfs, fresh)
 		if err != nil {
 			return err
 		}

@@ -70,7 +70,7 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call contr
 	res = contract.Result{ID: id, Session: id, Status: contract.StatusError, ExitCode: contract.ExitBoxer}
 	defer func() {
 		if retErr != nil {
-			retErr = r.fault(ctx, retErr)
+			retErr = r.Fault(ctx, retErr)
 			res.Error = retErr.Error()
 		}
 	}()
@@ -143,7 +143,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call contract.
 	}
 	defer os.Remove(codeFile)
 	workspace := sessionWorkspaceDir(s.runDir)
-	uid, gid, err := hostIDsOf(s.runDir, req.UID, req.GID)
+	uid, gid, err := box.HostIDsOf(s.runDir, req.UID, req.GID)
 	if err != nil {
 		return res, err
 	}
@@ -156,9 +156,9 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call contract.
 	}
 	stdout, stderr := contract.NewCapped(call.OutputLimit, call.Stdout), contract.NewCapped(call.OutputLimit, call.Stderr)
 	mout, merr, flush := maskCall(masks, stdout, stderr)
-	cg := reaper.CgroupsPath(r.namespace, s.id)
-	before, _ := cgroups.ReadStats(r.cgroups, cg)
-	peak := cgroups.WatchPeak(r.cgroups, cg)
+	cg := reaper.CgroupsPath(r.Namespace, s.id)
+	before, _ := cgroups.ReadStats(r.Cgroups, cg)
+	peak := cgroups.WatchPeak(r.Cgroups, cg)
 	var end callEnd
 	if interpreted(req.Lang) {
 		end, err = r.wireCall(ctx, s, n, name, call, mout, merr)
@@ -175,7 +175,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call contract.
 		res.Error = fmt.Sprintf("the session ended: %s", contract.EndText(res.SessionEnded))
 	}
 	res.DurationMs = float64(end.ended.Sub(end.started).Microseconds()) / 1000
-	after, _ := cgroups.ReadStats(r.cgroups, cg)
+	after, _ := cgroups.ReadStats(r.Cgroups, cg)
 	res.CPUTimeMs = float64((after.CPUTimeNs-min(before.CPUTimeNs, after.CPUTimeNs))/1000) / 1000
 	facts.OOMKills = after.OOMKills - min(before.OOMKills, after.OOMKills)
 	res.MemoryPeakBytes, res.MemoryPeakScope = after.MemoryPeakBytes, "session"

@@ -57,9 +57,9 @@ func (r *Runner) verdict(ctx context.Context, c containerd.Container, labels map
 	if ask {
 		runs = func() bool { return reaper.TaskRunning(ctx, c) }
 	}
-	used := reaper.LastUsed(labels, filepath.Join(r.runsDir, c.ID()))
+	used := reaper.LastUsed(labels, filepath.Join(r.RunsDir, c.ID()))
 	reason := reaper.SessionEnd(labels, used, time.Now(), runs)
-	if reason == "" && ask && labels[reaper.LabelOwner] == r.owner && labels[reaper.LabelSessionMade] != "" && !reaper.TaskRunning(ctx, c) {
+	if reason == "" && ask && labels[reaper.LabelOwner] == r.Owner && labels[reaper.LabelSessionMade] != "" && !reaper.TaskRunning(ctx, c) {
 		reason = reaper.EndExited
 	}
 	return reason
@@ -111,7 +111,7 @@ func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
 // ended. Sessions being made, by this process or another, are left to
 // their makers.
 func (r *Runner) ExpireSessions(ctx context.Context) []contract.EndedSession {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
 		return nil
 	}
@@ -135,7 +135,7 @@ func (r *Runner) ExpireSessions(ctx context.Context) []contract.EndedSession {
 func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []contract.EndedSession {
 	// One filter, its selectors joined by a comma: containerd ORs
 	// separate filters, which would match every sandbox of this process.
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.owner))
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.Owner))
 	if err != nil {
 		return nil
 	}
@@ -192,7 +192,7 @@ func processRunning(ctx context.Context, p containerd.Process) bool {
 // its keeper (nil for a session without network, or a keeper that does
 // not answer: none is started to ask).
 func (r *Runner) finalNetwork(ctx context.Context, id string) *egress.Report {
-	runDir := filepath.Join(r.runsDir, id)
+	runDir := filepath.Join(r.RunsDir, id)
 	if _, err := os.Stat(filepath.Join(runDir, sessionNetFile)); err != nil {
 		return nil
 	}

@@ -35,7 +35,7 @@ func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.R
 	}
 	s.touch(ctx, time.Now())
 	req := s.rec.Request
-	if req.UID, req.GID, err = hostIDsOf(s.runDir, req.UID, req.GID); err != nil {
+	if req.UID, req.GID, err = box.HostIDsOf(s.runDir, req.UID, req.GID); err != nil {
 		root.Close()
 		return nil, contract.Request{}, err
 	}

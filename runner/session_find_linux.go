@@ -47,7 +47,7 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 	if !validSessionID(id) {
 		return nil, contract.ErrSessionNotFound
 	}
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil, contract.ErrSessionNotFound
 	} else if err != nil {
@@ -69,7 +69,7 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 		// Its maker has not answered with it yet: it is not a session yet.
 		return nil, contract.ErrSessionNotFound
 	}
-	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
+	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.RunsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask && info.Labels[reaper.LabelSessionCheckpointed] == "" {
 		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
 			return nil, r.endSession(ctx, c, reaper.EndExited)
@@ -92,7 +92,7 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 // Sessions lists the live sessions of caller ("" for all), ending those
 // that are over; those being made are not sessions yet.
 func (r *Runner) Sessions(ctx context.Context, caller string) ([]contract.Session, error) {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
@@ -106,11 +106,11 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]contract.Sessio
 			continue
 		}
 		var rec sessionRecord
-		data, err := os.ReadFile(filepath.Join(r.runsDir, c.ID(), sessionRecordFile))
+		data, err := os.ReadFile(filepath.Join(r.RunsDir, c.ID(), sessionRecordFile))
 		if err != nil || json.Unmarshal(data, &rec) != nil {
 			continue
 		}
-		used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
+		used := reaper.LastUsed(info.Labels, filepath.Join(r.RunsDir, c.ID()))
 		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, info.Labels, used))
 	}
 	return out, nil

@@ -34,7 +34,7 @@ import (
 // PauseSession freezes session id of caller ("" for any). Pausing a paused
 // session changes nothing.
 func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ contract.Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
 		return contract.Session{}, err
@@ -64,7 +64,7 @@ func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ contrac
 // on from where they were, and its idle clock starts again from now.
 // Resuming a session that runs changes nothing.
 func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ contract.Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
 		return contract.Session{}, err
@@ -103,7 +103,7 @@ func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ contra
 // live (its maker's maximum lifetime after it was made), nor smax's
 // Lifetime after it was made. A paused session's time runs too.
 func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeout time.Duration, smax contract.SessionMaxima) (_ contract.Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	if timeout < time.Second {
 		return contract.Session{}, contract.FieldErr(contract.FieldTimeout, "must be at least 1s: the time the session has left (to end it now, remove it)")
 	}
@@ -147,12 +147,12 @@ func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeo
 func (r *Runner) SessionStats(ctx context.Context, id, caller string) (contract.SessionStats, error) {
 	s, err := r.findSession(ctx, id, caller, false)
 	if err != nil {
-		return contract.SessionStats{}, r.fault(ctx, err)
+		return contract.SessionStats{}, r.Fault(ctx, err)
 	}
 	// A checkpointed one has no sandbox, and uses no CPU or memory.
 	var st cgroups.Stats
 	if s.labels[reaper.LabelSessionCheckpointed] == "" {
-		if st, err = cgroups.ReadStats(r.cgroups, reaper.CgroupsPath(r.namespace, id)); err != nil {
+		if st, err = cgroups.ReadStats(r.Cgroups, reaper.CgroupsPath(r.Namespace, id)); err != nil {
 			return contract.SessionStats{}, fmt.Errorf("reading session %s's figures: %w", id, err)
 		}
 	}

@@ -190,7 +190,7 @@ func validSessionID(id string) bool {
 // CreateSession makes a session and returns it once it runs (its
 // interpreter may still be starting: the first call waits for it).
 func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, max contract.Maxima, smax contract.SessionMaxima) (_ contract.Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	req, idle, lifetime, err := sr.Normalize(max, smax)
 	if err != nil {
 		return contract.Session{}, err

@@ -21,6 +21,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 )
 
 // makeLoopback gives a gVisor session a network namespace of its own with
@@ -76,11 +77,11 @@ func (r *Runner) DialPort(ctx context.Context, id, caller string, port int) (net
 // between the two, and exits: 0 once the sandbox has connected, else
 // non-zero saying why (as measured with gVisor of 2026-09-05).
 func (r *Runner) dialRunsc(ctx context.Context, s *liveSession, port int) (net.Conn, error) {
-	bin, err := runscBinary()
+	bin, err := box.RunscBinary()
 	if err != nil {
 		return nil, err
 	}
-	wrapper, err := r.runscWrapper(bin, true)
+	wrapper, err := r.RunscWrapper(bin, true)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func (r *Runner) dialRunsc(ctx context.Context, s *liveSession, port int) (net.C
 	}
 	// Closing it removes its file: once runsc has connected, or failed.
 	defer ln.Close()
-	cmd := exec.Command(wrapper, "--root", filepath.Join(reaper.RuncRoot, r.namespace), "port-forward", "--stream", sock, s.id, strconv.Itoa(port))
+	cmd := exec.Command(wrapper, "--root", filepath.Join(reaper.RuncRoot, r.Namespace), "port-forward", "--stream", sock, s.id, strconv.Itoa(port))
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -153,7 +153,7 @@ func (r *Runner) openSessionFiles(ctx context.Context, id, caller string) (*sess
 		return nil, fmt.Errorf("opening session files: %w", err)
 	}
 	req := s.rec.Request
-	uid, gid, err := hostIDsOf(s.runDir, req.UID, req.GID)
+	uid, gid, err := box.HostIDsOf(s.runDir, req.UID, req.GID)
 	if err != nil {
 		files.Close()
 		return nil, err

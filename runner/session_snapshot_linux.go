@@ -89,7 +89,7 @@ func (r *Runner) checkpointTask(ctx context.Context, id, dir string, exit bool) 
 	if err != nil {
 		return err
 	}
-	if _, err := r.client.TaskService().Checkpoint(ctx, &tasks.CheckpointTaskRequest{ContainerID: id, Options: opts}); err != nil {
+	if _, err := r.Containerd.TaskService().Checkpoint(ctx, &tasks.CheckpointTaskRequest{ContainerID: id, Options: opts}); err != nil {
 		return &runtimeError{step: "checkpointing session", err: errgrpc.ToNative(err)}
 	}
 	return nil
@@ -99,7 +99,7 @@ func (r *Runner) checkpointTask(ctx context.Context, id, dir string, exit bool) 
 // ends its sandbox: it stays paused, using no memory, until ResumeSession
 // restores it. Checkpointing a checkpointed session changes nothing.
 func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ contract.Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
 		return contract.Session{}, err
@@ -253,7 +253,7 @@ func (r *Runner) resumeCheckpointed(ctx context.Context, s *liveSession) (contra
 // session's interpreter state and a copy of its files, and its own
 // lifetime: the session's time left. held as for CreateSession.
 func (r *Runner) ForkSession(ctx context.Context, id, caller string, n int, held bool, smax contract.SessionMaxima) (_ []contract.Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	if n < 1 || n > contract.MaxForks {
 		return nil, contract.FieldErr(contract.FieldCount, "must be from 1 to %d, not %d", contract.MaxForks, n)
 	}
@@ -333,7 +333,7 @@ func (r *Runner) sweepCheckpoints(ctx context.Context) {
 			id, forked = e.Name()[:i], true
 		}
 		gone := false
-		if _, err := os.Stat(filepath.Join(r.runsDir, id)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(r.RunsDir, id)); errors.Is(err, os.ErrNotExist) {
 			gone = true
 		} else if info, err := e.Info(); forked && err == nil && time.Since(info.ModTime()) > forkImageAge {
 			gone = true

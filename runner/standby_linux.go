@@ -66,7 +66,7 @@ func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle tim
 		return "", until, err
 	}
 	until = time.Now().Add(idle)
-	sb := r.newSandbox(newID(), req, true)
+	sb := r.newSandbox(box.NewID(), req, true)
 	sb.standby = map[string]string{reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
 	if err := sb.make(ctx, rootfs); err != nil {
 		return "", until, errors.Join(err, sb.destroy(ctx))
@@ -87,7 +87,7 @@ func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle tim
 
 // standbys counts the unclaimed standbys of shape key, and of all shapes.
 func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err error) {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
 	if err != nil {
 		return 0, 0, fmt.Errorf("listing standbys: %w", err)
 	}
@@ -106,7 +106,7 @@ func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err e
 
 // ExpireStandby removes standby id, unless a run claimed it first.
 func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
@@ -131,7 +131,7 @@ func (r *Runner) claimStandby(ctx context.Context, req contract.Request) *sandbo
 		return nil
 	}
 	key := contract.StandbyKey(req)
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
 	if err != nil {
 		log.G(ctx).WithError(err).Debug("listing standbys")
 		return nil
@@ -192,7 +192,7 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 	if !expired && (err != nil || !time.Now().Before(time.Unix(until, 0))) {
 		return false, nil
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: r.owner}); err != nil {
+	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: r.Owner}); err != nil {
 		return false, fmt.Errorf("claiming standby %s: %w", c.ID(), err)
 	}
 	return true, nil
@@ -201,8 +201,8 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 // lock takes the lease id, which only one process holds at a time: ok is
 // false when another holds it. unlock removes it.
 func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, err error) {
-	ls := r.client.LeasesService()
-	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, r.owner))
+	ls := r.Containerd.LeasesService()
+	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, r.Owner))
 	if errdefs.IsAlreadyExists(err) {
 		return nil, false, nil
 	}
@@ -237,14 +237,14 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract
 	// An image rebuilt since the standby was made (same name, new
 	// content) is the run's: the standby's root is not.
 	opCtx := context.WithoutCancel(ctx)
-	key, err := snapshots.ViewKey(opCtx, r.client, req.ImageName())
+	key, err := snapshots.ViewKey(opCtx, r.Containerd, req.ImageName())
 	if err != nil {
 		return sb, err
 	}
 	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
 		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.ImageName())
 	}
-	sb.limits = box.Limits(req, r.host)
+	sb.limits = box.Limits(req, r.Facts)
 	pr, pw := io.Pipe()
 	sb.stdin, sb.stdinW, sb.gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
 	sb.stdout, sb.stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)

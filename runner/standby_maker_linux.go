@@ -37,7 +37,7 @@ func (r *Runner) StandbyMakerLock(ctx context.Context, req contract.Request) *os
 		return nil
 	}
 	key := contract.StandbyKey(req)
-	f, err := lockFile(filepath.Join(r.stateDir, "standby", r.namespace+"-"+key+".lock"))
+	f, err := lockFile(filepath.Join(r.StateDir, "standby", r.Namespace+"-"+key+".lock"))
 	if err != nil {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			log.G(ctx).WithError(err).Debug("taking the standby maker lock")
@@ -106,7 +106,7 @@ func wakeMaker(runDir string) {
 // meanwhile. It needs no connection to containerd: it may be called after
 // Close.
 func (r *Runner) WaitStandby(ctx context.Context, id string, until time.Time) (claimed bool, err error) {
-	dir := filepath.Join(r.runsDir, id)
+	dir := filepath.Join(r.RunsDir, id)
 	self := reaper.Self()
 	fd, err := unix.Open(filepath.Join(dir, standbyWake), unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil && !errors.Is(err, unix.ENOENT) {

@@ -61,7 +61,7 @@ func (r *Runner) holdProcess(ctx context.Context, caller string, background bool
 // runningProcesses counts the background processes that run in caller's
 // sessions, as their keepers tell.
 func (r *Runner) runningProcesses(ctx context.Context, caller string) int {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"==`+strconv.Quote(caller))
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"==`+strconv.Quote(caller))
 	if err != nil {
 		return 0
 	}
@@ -71,7 +71,7 @@ func (r *Runner) runningProcesses(ctx context.Context, caller string) int {
 	var wg sync.WaitGroup
 	n := 0
 	for _, c := range cs {
-		sock := filepath.Join(r.runsDir, c.ID(), keeperSock)
+		sock := filepath.Join(r.RunsDir, c.ID(), keeperSock)
 		if _, err := os.Stat(sock); err != nil {
 			continue
 		}
@@ -104,7 +104,7 @@ func (r *Runner) runningProcesses(ctx context.Context, caller string) int {
 func (r *Runner) sessionRoom(ctx context.Context, smax contract.SessionMaxima, caller, id string, n int) (release func(), err error) {
 	r.roomMu.Lock()
 	defer r.roomMu.Unlock()
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}

@@ -7,15 +7,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// exitFacts are what is known of a sandbox once its program has ended.
+// ExitFacts are what is known of a sandbox once its program has ended.
 type ExitFacts struct {
-	// status is the exit status containerd reports: the program's code, or
+	// Status is the exit status containerd reports: the program's code, or
 	// 128+N for a death by signal N (the shim reports it like a shell).
 	Status uint32
-	// timedOut and interrupted say that boxer killed the sandbox, at the
+	// TimedOut and interrupted say that boxer killed the sandbox, at the
 	// deadline or because its caller went away.
 	TimedOut, Interrupted bool
-	// oomKills is the sandbox cgroup's OOM kill counter.
+	// OOMKills is the sandbox cgroup's OOM kill counter.
 	OOMKills uint64
 }
 
@@ -26,7 +26,7 @@ type outcome struct {
 	Signal string
 }
 
-// classify tells how a run ended from its facts. A program that exits with
+// Classify tells how a run ended from its facts. A program that exits with
 // 128+N by itself reads as killed by signal N: containerd's shim reports
 // both the same way. OOM is never guessed from 137: the cgroup's counter
 // decides.
@@ -47,7 +47,7 @@ func Classify(f ExitFacts) outcome {
 	return o
 }
 
-// execFailure tells, from a runtime's failure to create or start a
+// ExecFailure tells, from a runtime's failure to create or start a
 // sandbox, docker's 126 (the command cannot be executed) or 127 (not
 // found), with the runtime's own words; ok is false for any other failure.
 //
@@ -82,7 +82,7 @@ func ExecFailure(msg string) (code int, detail string, ok bool) {
 // cannot execute the program (init/boxer-init.c).
 const initExecPrefix = "boxer-init: "
 
-// initExecFailure tells, from how a program ended and its output, that
+// InitExecFailure tells, from how a program ended and its output, that
 // boxer-init could not execute it: then the status is 126 or 127, stdout
 // is empty and stderr is boxer-init's one line, in the runtime's words
 // (execFailure reads them as it reads the runtime's). The program never

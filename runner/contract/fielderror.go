@@ -86,6 +86,7 @@ func fields() []string {
 // Is makes a FieldError an ErrInvalid.
 func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
 
+// FieldErr is a FieldError about field, its message formatted.
 func FieldErr(field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
 }

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// capped keeps the first limit bytes written to it (and passes them on to
+// Capped keeps the first limit bytes written to it (and passes them on to
 // tee, if set) and drains the rest, so the program never blocks on a full
 // pipe and boxer's memory never grows past limit.
 type Capped struct {
@@ -26,6 +26,7 @@ type Capped struct {
 
 var _ io.Writer = (*Capped)(nil)
 
+// NewCapped returns a Capped keeping limit bytes, passing them on to tee.
 func NewCapped(limit int64, tee io.Writer) *Capped {
 	return &Capped{limit: limit, tee: tee}
 }
@@ -53,7 +54,7 @@ func (c *Capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// holdInitLine holds back from tee what is written while it may still be
+// HoldInitLine holds back from tee what is written while it may still be
 // boxer-init's line (initExecFailure), until release; before anything is
 // written.
 func (c *Capped) HoldInitLine() {
@@ -62,7 +63,7 @@ func (c *Capped) HoldInitLine() {
 	c.holding = true
 }
 
-// release ends holdInitLine: what was held is passed on, unless drop.
+// Release ends holdInitLine: what was held is passed on, unless drop.
 func (c *Capped) Release(drop bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,7 +85,7 @@ func mayBeInitLine(b []byte) bool {
 	return bytes.HasPrefix(b, []byte(prefix)) && (i < 0 || i == len(b)-1)
 }
 
-// reset sets how much is kept and where it is passed on, before anything
+// Reset sets how much is kept and where it is passed on, before anything
 // is written.
 func (c *Capped) Reset(limit int64, tee io.Writer) {
 	c.mu.Lock()
@@ -92,7 +93,7 @@ func (c *Capped) Reset(limit int64, tee io.Writer) {
 	c.limit, c.tee = limit, tee
 }
 
-// text returns what was kept, with invalid UTF-8 replaced.
+// Text returns what was kept, with invalid UTF-8 replaced.
 func (c *Capped) Text() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,11 +120,13 @@ func ValidUTF8(b []byte) string {
 	return sb.String()
 }
 
-// eofReader closes eof when its reader is exhausted (or fails).
+// EOFReader closes eof when its reader is exhausted (or fails).
 type EOFReader struct {
+	// Reader is what is read.
 	Reader io.Reader
-	EOF    chan struct{}
-	once   sync.Once
+	// EOF is closed once Reader is exhausted or fails.
+	EOF  chan struct{}
+	once sync.Once
 }
 
 func (e *EOFReader) Read(p []byte) (int, error) {

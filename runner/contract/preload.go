@@ -11,7 +11,7 @@ import (
 // imports when made ahead (Request.Preload), or the opt-out.
 const FieldPreload = "preload"
 
-// preloadDir holds the hook (as sitecustomize.py) and the module list, in
+// PreloadDir holds the hook (as sitecustomize.py) and the module list, in
 // the read-only code directory; first on PYTHONPATH until the hook takes it
 // off (preload_linux.go).
 const PreloadDir = ".boxer-preload"
@@ -115,7 +115,7 @@ func (r Request) checkPreload() error {
 	return checkModules(r.Preload)
 }
 
-// withPreloadPath puts the hook's directory first on env's PYTHONPATH.
+// WithPreloadPath puts the hook's directory first on env's PYTHONPATH.
 func WithPreloadPath(env []string) []string {
 	dir := path.Join(oci.CodeDir, PreloadDir)
 	for i, kv := range env {

@@ -100,7 +100,7 @@ type ProcessEvent struct {
 // ErrProcessNotFound is a process number or tag the session does not have.
 var ErrProcessNotFound = errors.New("no such process in the session")
 
-// check refuses what cannot start.
+// Check refuses what cannot start.
 func (p *ProcessRequest) Check() error {
 	if len(p.Args) == 0 || p.Args[0] == "" {
 		return FieldErr(FieldArgs, "is required: the command and its arguments")

@@ -180,7 +180,7 @@ func (r Request) NormalizeWithin(max Maxima) (Request, error) {
 	return r.Normalize()
 }
 
-// or is v, or def when v is the zero value.
+// Or is v, or def when v is the zero value.
 func Or[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
@@ -299,6 +299,7 @@ func (r Request) checkProgram() error {
 	return nil
 }
 
+// CheckEnv checks one KEY=value of a request's environment.
 func CheckEnv(kv string) error {
 	k, _, ok := strings.Cut(kv, "=")
 	if !ok || k == "" {

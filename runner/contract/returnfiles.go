@@ -14,7 +14,7 @@ const (
 	DefaultReturnBytes = 8 << 20
 	// maxReturnPatterns bounds a request's globs.
 	maxReturnPatterns = 32
-	// maxReturnFiles bounds the files a result lists.
+	// MaxReturnFiles bounds the files a result lists.
 	MaxReturnFiles = 1000
 )
 
@@ -51,7 +51,7 @@ func (r Request) checkReturnFiles() error {
 	return nil
 }
 
-// matchesAny reports whether rel (slash-separated) matches one of the
+// MatchesAny reports whether rel (slash-separated) matches one of the
 // globs.
 func MatchesAny(globs []string, rel string) bool {
 	for _, g := range globs {
@@ -62,7 +62,7 @@ func MatchesAny(globs []string, rel string) bool {
 	return false
 }
 
-// mediaType names a file's type by its extension, else by its first bytes.
+// MediaType names a file's type by its extension, else by its first bytes.
 func MediaType(name string, head []byte) string {
 	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
 		return t

@@ -16,11 +16,11 @@ const (
 	// TrustBundle is the CA bundle of a run whose proxy injects headers:
 	// the host's trust store and the run's own CA.
 	TrustBundle = "/run/boxer/ca-bundle.pem"
-	// secretEnvOption asks for a secret as an environment variable too.
+	// SecretEnvOption asks for a secret as an environment variable too.
 	SecretEnvOption = ",env"
 )
 
-// trustEnv are the variables that point common clients at TrustBundle.
+// TrustEnv are the variables that point common clients at TrustBundle.
 var TrustEnv = []string{
 	"SSL_CERT_FILE=" + TrustBundle,
 	"REQUESTS_CA_BUNDLE=" + TrustBundle,
@@ -30,7 +30,7 @@ var TrustEnv = []string{
 	"GIT_SSL_CAINFO=" + TrustBundle,
 }
 
-// secretRef is one entry of Request.Secrets: a secret's name, and whether
+// SecretRef is one entry of Request.Secrets: a secret's name, and whether
 // the program also gets it as a variable.
 type SecretRef struct {
 	Name string
@@ -62,7 +62,7 @@ func (r Request) checkSecrets() error {
 	return nil
 }
 
-// secretRefs are a checked request's secrets.
+// SecretRefs are a checked request's secrets.
 func (r Request) SecretRefs() []SecretRef {
 	refs := make([]SecretRef, 0, len(r.Secrets))
 	for _, s := range r.Secrets {
@@ -82,7 +82,7 @@ func (r Request) secretsShape() string {
 	return strings.Join(s, "\x00")
 }
 
-// secretPlan is what a run's secrets become.
+// SecretPlan is what a run's secrets become.
 type SecretPlan struct {
 	// Files are the secrets delivered in SecretsDir (Env: and as a
 	// variable), in request order.
@@ -95,7 +95,7 @@ type SecretPlan struct {
 	Names []string
 }
 
-// planSecrets sorts a request's secrets into delivered ones and injection
+// PlanSecrets sorts a request's secrets into delivered ones and injection
 // rules. A secret that any rule uses is the proxy's alone: it is never
 // delivered, even when the request does not name the rule's other secrets.
 func PlanSecrets(refs []SecretRef, rules []secrets.Injection) SecretPlan {
@@ -119,7 +119,7 @@ func PlanSecrets(refs []SecretRef, rules []secrets.Injection) SecretPlan {
 	return p
 }
 
-// injectedSecrets maps each secret the rules use to a host it goes to.
+// InjectedSecrets maps each secret the rules use to a host it goes to.
 func InjectedSecrets(rules []secrets.Injection) map[string]string {
 	hosts := map[string]string{}
 	for _, rule := range rules {
@@ -139,7 +139,7 @@ func allNamed(names []string, named map[string]bool) bool {
 	return len(names) > 0
 }
 
-// envNames are the secrets the program gets as variables.
+// EnvNames are the secrets the program gets as variables.
 func (p SecretPlan) EnvNames() []string {
 	var names []string
 	for _, f := range p.Files {
@@ -150,7 +150,7 @@ func (p SecretPlan) EnvNames() []string {
 	return names
 }
 
-// mounts says whether the sandbox needs its /run mount.
+// Mounts says whether the sandbox needs its /run mount.
 func (p SecretPlan) Mounts() bool { return len(p.Files) > 0 || len(p.Inject) > 0 }
 
 // InjectedHeader names a header boxer's proxy set for a run (never its
@@ -160,7 +160,7 @@ type InjectedHeader struct {
 	Header string `json:"header"`
 }
 
-// injectedHeaders are the result's view of a plan's rules.
+// InjectedHeaders are the result's view of a plan's rules.
 func (p SecretPlan) InjectedHeaders() []InjectedHeader {
 	var out []InjectedHeader
 	for _, rule := range p.Inject {
@@ -169,7 +169,7 @@ func (p SecretPlan) InjectedHeaders() []InjectedHeader {
 	return out
 }
 
-// fileNames are the names of the delivered secrets.
+// FileNames are the names of the delivered secrets.
 func (p SecretPlan) FileNames() []string {
 	var names []string
 	for _, f := range p.Files {
@@ -178,7 +178,7 @@ func (p SecretPlan) FileNames() []string {
 	return names
 }
 
-// secretEnvScript wraps args so that the program starts with the named
+// SecretEnvScript wraps args so that the program starts with the named
 // secrets as variables, read from their files by the shell at start: the
 // values are in the program's environment, never in the spec. Like any
 // $(...), it drops the value's trailing newlines. As the gate does, it

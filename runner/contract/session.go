@@ -173,7 +173,7 @@ func EndText(reason string) string {
 	return reason
 }
 
-// normalize fills in a session request's defaults within max and refuses
+// Normalize fills in a session request's defaults within max and refuses
 // what a session cannot have.
 func (sr SessionRequest) Normalize(max Maxima, smax SessionMaxima) (Request, time.Duration, time.Duration, error) {
 	req := sr.Request
@@ -208,7 +208,7 @@ func (sr SessionRequest) Normalize(max Maxima, smax SessionMaxima) (Request, tim
 	return req, idle, lifetime, nil
 }
 
-// normalize fills in a call's defaults from its session's request, within
+// Normalize fills in a call's defaults from its session's request, within
 // max.
 func (c SessionCall) Normalize(session Request, max Maxima) (SessionCall, error) {
 	r := Request{Timeout: Or(c.Timeout, session.Timeout), OutputLimit: Or(c.OutputLimit, session.OutputLimit)}

@@ -85,7 +85,7 @@ type cellSpec struct {
 	Env       map[string]string `json:"env,omitempty"`
 }
 
-// check refuses a cell the interpreter could not run; interpreter tells
+// Check refuses a cell the interpreter could not run; interpreter tells
 // a session of lang that has one.
 func (c *Cell) Check(lang string, interpreter bool) error {
 	if !interpreter {
@@ -109,7 +109,7 @@ func (c *Cell) Check(lang string, interpreter bool) error {
 	return nil
 }
 
-// spec is what the driver reads for the cell with code.
+// Spec is what the driver reads for the cell with code.
 func (c *Cell) Spec(code []byte) ([]byte, error) {
 	op := c.Op
 	if op == "" {
@@ -118,20 +118,21 @@ func (c *Cell) Spec(code []byte) ([]byte, error) {
 	return json.Marshal(cellSpec{Op: op, Context: c.Context, Cwd: c.Cwd, Code: string(code), GlobalEnv: c.GlobalEnv, Env: c.Env})
 }
 
-// cellRecords splits a cell's "rec" frames into records: JSON lines, a
+// CellRecords splits a cell's "rec" frames into records: JSON lines, a
 // record split across frames where it is longer than one.
 type CellRecords struct {
+	// Cell is the cell whose records these are.
 	Cell *Cell
 	line []byte
 	// n counts the record's bytes; over tells one being dropped (over
 	// cellMaxRecord) until its end.
 	n    int
 	over bool
-	// warn says what was dropped, on the cell's stderr.
+	// Warn says what was dropped, on the cell's stderr.
 	Warn func(string)
 }
 
-// write takes one frame's data.
+// Write takes one frame's data.
 func (r *CellRecords) Write(data []byte) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')

@@ -71,7 +71,9 @@ type FileEvent struct {
 // caller's context ends, the session ends or the watch fails; then Err
 // says why.
 type SessionWatch struct {
-	Events  <-chan FileEvent
+	Events <-chan FileEvent
+	// Failure and Done are the watcher's (runner): Done is closed once
+	// Failure is set; callers read Err.
 	Failure error
 	Done    chan struct{}
 }
@@ -153,7 +155,7 @@ func (e *PathError) Unwrap() []error {
 // is named, never echoed back whole.
 const maxPathShown = 160
 
-// cutPath is p as an error names it: whole if short, else its start and
+// CutPath is p as an error names it: whole if short, else its start and
 // its end with how long it is between them.
 func CutPath(p string) string {
 	if len(p) <= maxPathShown {

@@ -53,7 +53,7 @@ func (r Request) Shape() Shape {
 	return s
 }
 
-// delivery is what a sandbox gets of its request when the program starts,
+// Delivery is what a sandbox gets of its request when the program starts,
 // rather than when the sandbox is made: the program's code and input,
 // files, the time and output it may take, where its output and files go.
 // Every field of Request is in its Shape or here, under the same name
@@ -74,6 +74,7 @@ type Delivery struct {
 	ReturnBytes int64
 }
 
+// Delivery returns the delivery of a normalized request.
 func (r Request) Delivery() Delivery {
 	return Delivery{
 		Code: r.Code, Stdin: r.Stdin, Files: r.Files, CopyIn: r.CopyIn, CopyOut: r.CopyOut,
@@ -82,10 +83,10 @@ func (r Request) Delivery() Delivery {
 	}
 }
 
-// egress says whether the request has network egress.
+// HasEgress says whether the request has network egress.
 func (r Request) HasEgress() bool { return len(r.AllowHosts) > 0 }
 
-// image is the image a request runs in: its own, or its preset's.
+// ImageName is the image a request runs in: its own, or its preset's.
 func (r Request) ImageName() string {
 	if r.Image != "" || r.Lang == "" {
 		return r.Image
@@ -94,7 +95,7 @@ func (r Request) ImageName() string {
 	return p.Image
 }
 
-// args is the argv a request runs: its preset's interpreter on the code
+// Argv is the argv a request runs: its preset's interpreter on the code
 // file, or its command.
 func (r Request) Argv() []string {
 	if r.Lang == "" {
@@ -104,7 +105,7 @@ func (r Request) Argv() []string {
 	return p.Args()
 }
 
-// preload is what a sandbox made ahead of a normalized request imports.
+// PreloadModules is what a sandbox made ahead of a normalized request imports.
 func (r Request) PreloadModules() []string {
 	if r.NoPreload || !Preloadable(r.Lang) {
 		return nil

@@ -34,7 +34,7 @@ func StandbyRequest(req Request) Request {
 	}
 }
 
-// standbyKey names a normalized request's shape in a label value.
+// StandbyKey names a normalized request's shape in a label value.
 func StandbyKey(req Request) string {
 	data, _ := json.Marshal(req.Shape())
 	sum := sha256.Sum256(data)

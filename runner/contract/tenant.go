@@ -96,7 +96,7 @@ func (m SessionMaxima) PerCallerSessions() int {
 	return max(1, Or(m.Sessions, DefaultMaxSessions)/sessionShare)
 }
 
-// perCaller is the ceiling of kind h for one caller.
+// PerCaller is the ceiling of kind h for one caller.
 func (c Ceilings) PerCaller(h Held) int {
 	switch h {
 	case HeldWatch:
@@ -107,7 +107,7 @@ func (c Ceilings) PerCaller(h Held) int {
 	return Or(c.ProcessesPerCaller, DefaultProcessesPerCaller)
 }
 
-// serverWatches is the ceiling on all callers' watches, given the
+// ServerWatches is the ceiling on all callers' watches, given the
 // kernel's max_user_instances (0: unknown).
 func (c Ceilings) ServerWatches(instances int) int {
 	top := max(1, instances/inotifyHeadroom)
@@ -120,14 +120,14 @@ func (c Ceilings) ServerWatches(instances int) int {
 	return top
 }
 
-// tally counts what callers hold, by kind.
+// Tally counts what callers hold, by kind.
 type Tally struct {
 	mu     sync.Mutex
 	held   [heldKinds]map[string]int
 	totals [heldKinds]int
 }
 
-// take counts one h of caller, refusing it when the caller holds
+// Take counts one h of caller, refusing it when the caller holds
 // perCaller (less others, held elsewhere) or all callers total (0: no
 // cap) already. The caller "" (the CLI, root on the host) has no
 // ceiling of its own. release, once, gives it back.

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openRegular opens rel of root (abs in the sandbox, named by field in
+// OpenRegular opens rel of root (abs in the sandbox, named by field in
 // the caller's request) for flag, and refuses it unless it is a regular
 // file once open (fstat): a directory is EISDIR, anything else a
 // PathError of ErrNotRegular. The open itself never waits: O_NONBLOCK
@@ -48,7 +48,7 @@ func OpenRegular(root *os.Root, field, rel, abs string, flag int, perm fs.FileMo
 	return f, nil
 }
 
-// openDirRoot opens the directory rel of root as a root of its own. Not
+// OpenDirRoot opens the directory rel of root as a root of its own. Not
 // root.OpenRoot, which opens the last name without O_DIRECTORY and so
 // would wait on a FIFO the sandbox put in the directory's place: the
 // directory is opened with O_DIRECTORY, which opens nothing else, and

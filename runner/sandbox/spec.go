@@ -16,7 +16,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// runscPidsOverhead is room for gVisor's own host threads in the sandbox's
+// RunscPidsOverhead is room for gVisor's own host threads in the sandbox's
 // pids cgroup, on top of runscPidsPerTask host tasks per sandboxed one (on
 // the ptrace platform each sandboxed thread has a host stub, and the
 // Sentry a thread to trace it, and more while its tasks wait on the host).
@@ -29,7 +29,7 @@ const (
 	RunscPidsPerTask  = 4
 )
 
-// hostFacts are what a sandbox's spec takes from the host.
+// HostFacts are what a sandbox's spec takes from the host.
 type HostFacts struct {
 	// Namespace is containerd's, part of the sandbox's cgroup path.
 	Namespace string
@@ -41,7 +41,7 @@ type HostFacts struct {
 	Init string
 }
 
-// errNoInit says that boxer-init is missing, and how to get it.
+// ErrNoInit says that boxer-init is missing, and how to get it.
 var ErrNoInit = fmt.Errorf("%s (every sandbox's PID 1) is not installed: run 'make deps' (builds it into %s)", InitName, daemon.LibexecDir)
 
 // InitName is boxer-init's file name: beside the boxer binary ('make
@@ -52,7 +52,7 @@ const InitName = "boxer-init"
 // process of one thread, added to the request's.
 const initPids = 1
 
-// sandboxDirs are the host directories a sandbox binds.
+// Dirs are the host directories a sandbox binds.
 type Dirs struct {
 	// Code is bound read-only at /code: it holds boxer-init (linkInit)
 	// and, with a language, the program's code.
@@ -87,14 +87,14 @@ type Dirs struct {
 	Preload bool
 }
 
-// sandboxUserns is a sandbox's user namespace: bound at Path, mapping ids
+// Userns is a sandbox's user namespace: bound at Path, mapping ids
 // 0-65535 inside onto Base onwards.
 type Userns struct {
 	Path string
 	Base uint32
 }
 
-// sandboxNet is what a sandbox with egress gets of its link.
+// Net is what a sandbox with egress gets of its link.
 type Net struct {
 	// Netns is the network namespace it joins; ResolvConf the file bound
 	// at /etc/resolv.conf; Env the proxy variables.
@@ -102,7 +102,7 @@ type Net struct {
 	Env               []string
 }
 
-// sandboxLimits are the limits the kernel enforces for req on host: the
+// Limits are the limits the kernel enforces for req on host: the
 // request's own, with room for boxer-init in the pids limit, and under
 // runsc room for gVisor's threads too, which live in the sandbox's cgroup.
 func Limits(req contract.Request, host HostFacts) oci.Limits {
@@ -113,7 +113,7 @@ func Limits(req contract.Request, host HostFacts) oci.Limits {
 	return l
 }
 
-// buildSpec returns the OCI spec of sandbox id for a normalized request,
+// BuildSpec returns the OCI spec of sandbox id for a normalized request,
 // the environment of its image's config and the host's facts. Its PID 1
 // is boxer-init, which runs the program; a gated sandbox's waits for a
 // line on stdin first (a sandbox made before its request).
@@ -211,7 +211,7 @@ func BuildSpec(id string, req contract.Request, imageEnv []string, host HostFact
 	return spec, nil
 }
 
-// buildEnv merges environments, later entries replacing earlier ones by name.
+// BuildEnv merges environments, later entries replacing earlier ones by name.
 func BuildEnv(layers ...[]string) []string {
 	var out []string
 	index := map[string]int{}

@@ -21,7 +21,7 @@ import (
 // (a program can make far more tiny files than anyone wants back).
 const maxCopyOutEntries = 200000
 
-// mountWorkspace mounts the size-limited tmpfs that becomes /workspace on
+// MountWorkspace mounts the size-limited tmpfs that becomes /workspace on
 // the host, so that files can go in before the run and come out after it
 // (the sandbox's own mounts die with its mount namespace).
 func MountWorkspace(dir string, size int64, uid, gid uint32) error {
@@ -35,7 +35,7 @@ func MountWorkspace(dir string, size int64, uid, gid uint32) error {
 	return nil
 }
 
-// copyIn copies the host directory src into the workspace dst, owned by
+// CopyIn copies the host directory src into the workspace dst, owned by
 // uid:gid. It refuses special files and symlinks that point outside src,
 // and a tree larger than budget, before copying anything.
 func CopyIn(src, dst string, budget int64, uid, gid uint32) error {
@@ -50,7 +50,7 @@ func CopyIn(src, dst string, budget int64, uid, gid uint32) error {
 	return CopyInto(src, root, uid, gid)
 }
 
-// checkTree checks the host directory src for copyIn: no special files, no
+// CheckTree checks the host directory src for copyIn: no special files, no
 // symlinks that point outside it, at most budget bytes.
 func CheckTree(src string, budget int64) error {
 	st, err := os.Stat(src)
@@ -99,7 +99,7 @@ func CheckTree(src string, budget int64) error {
 	return nil
 }
 
-// copyInto copies the checked host directory src into root.
+// CopyInto copies the checked host directory src into root.
 func CopyInto(src string, root *os.Root, uid, gid uint32) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -134,7 +134,7 @@ func CopyInto(src string, root *os.Root, uid, gid uint32) error {
 	})
 }
 
-// writeFiles writes files (relative path to content) into the workspace dst,
+// WriteFiles writes files (relative path to content) into the workspace dst,
 // creating their directories, owned by uid:gid.
 func WriteFiles(dst string, files map[string][]byte, uid, gid uint32) error {
 	if len(files) == 0 {
@@ -180,6 +180,7 @@ func writeFilesRoot(root *os.Root, files map[string][]byte, uid, gid uint32) err
 	return nil
 }
 
+// CopyFile copies the host file src to rel under root, with mode.
 func CopyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -194,7 +195,7 @@ func CopyFile(root *os.Root, rel, src string, mode fs.FileMode) error {
 	return errors.Join(err, out.Close())
 }
 
-// copyOut copies the workspace src to the host directory dst after the run:
+// CopyOut copies the workspace src to the host directory dst after the run:
 // regular files and directories only (symlinks are not followed, special
 // files are skipped), at most budget bytes in all, and never outside dst
 // (every write goes through an os.Root). It returns what it copied and how
@@ -208,7 +209,7 @@ func CopyOut(src, dst string, budget int64) ([]contract.File, int, error) {
 	return CopyOutOf(from, dst, budget)
 }
 
-// copyOutOf is copyOut from a root: every read stays inside it, even while
+// CopyOutOf is copyOut from a root: every read stays inside it, even while
 // the sandbox still runs and changes the tree (a session's).
 func CopyOutOf(from *os.Root, dst string, budget int64) ([]contract.File, int, error) {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
@@ -301,7 +302,7 @@ func copyOutFile(root *os.Root, rel string, from *os.Root, info fs.FileInfo) (in
 	return n, errors.Join(err, out.Close())
 }
 
-// returnFiles reads the workspace files whose path matches one of globs,
+// ReturnFiles reads the workspace files whose path matches one of globs,
 // for the result: regular files only (symlinks are not followed, special
 // files skipped), each read through O_NOFOLLOW and checked again once
 // open, at most budget bytes of content in all. A file larger than what is
@@ -371,7 +372,7 @@ func returnFile(from *os.Root, rel string, budget int64) (contract.ReturnedFile,
 	return f, true
 }
 
-// writeCode writes the program into dir, which is bind-mounted read-only
+// WriteCode writes the program into dir, which is bind-mounted read-only
 // into the sandbox, and makes dir read-only.
 func WriteCode(dir, file string, code []byte, support map[string]string) error {
 	for name, content := range support {
@@ -387,7 +388,7 @@ func WriteCode(dir, file string, code []byte, support map[string]string) error {
 	return os.Chmod(dir, 0o555)
 }
 
-// fsError tells an error of the file system about abs in the caller's
+// FSError tells an error of the file system about abs in the caller's
 // terms: not there, leading out of its root (a PathError that is also
 // not there: the same to the caller), exists, full, too long, or a
 // refusal naming the path (cut if long).

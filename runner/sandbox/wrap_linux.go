@@ -15,7 +15,7 @@ import (
 // boxer-init is.
 const WrapName = "boxer-wrap"
 
-// wrapBinary finds boxer-wrap as initBinary finds boxer-init; empty when
+// WrapBinary finds boxer-wrap as initBinary finds boxer-init; empty when
 // there is none, or when its path cannot stand in an interpreter line
 // (the kernel ends the interpreter's path at a blank). Without it the
 // wrappers are /bin/sh scripts, which cost a shell's start per runtime
@@ -28,7 +28,7 @@ func WrapBinary() string {
 	return p
 }
 
-// wrapFile is the content of a wrapper file that boxer-wrap at wrap
+// WrapFile is the content of a wrapper file that boxer-wrap at wrap
 // interprets: a comment saying what it is, then one directive a line.
 // ok is false when a directive's value holds a newline, which cannot be
 // written as one.
@@ -44,7 +44,7 @@ func WrapFile(wrap, comment string, directives ...string) (content string, ok bo
 	return b.String(), true
 }
 
-// helperBinary finds one of the programs boxer builds beside itself:
+// HelperBinary finds one of the programs boxer builds beside itself:
 // beside the running boxer binary (as 'make build' leaves them), then in
 // boxer's libexec directory ('make deps'), then on PATH; an absolute
 // path, or empty when there is none.

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"fmt"
@@ -13,7 +13,6 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
-	box "github.com/boxer-dev/boxer/runner/sandbox"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 )
 
@@ -45,19 +44,19 @@ func runscNetstackFlags() []string {
 	return flags
 }
 
-// runtime returns the containerd shim and its options for a runtime name.
+// Runtime returns the containerd shim and its options for a runtime name.
 // runsc runs under containerd's runc shim, as Docker runs it: the shim calls
 // a wrapper that adds RunscFlags (runscNetstackFlags for netstack) to
 // every runsc command. runc in a user
 // namespace of boxer's runs through a wrapper that sets its rlimits (see
 // runcUsernsWrapper).
-func (r *Host) runtime(name string, netstack, userns bool) (string, any, error) {
-	if r.shimContent != "" {
+func (r *Host) Runtime(name string, netstack, userns bool) (string, any, error) {
+	if r.ShimContent != "" {
 		// Another boxer on this state directory (another build, its
 		// boxer-wrap elsewhere) may have written it since: each sandbox
 		// gets the wrapper this process knows to work, as the runsc and
 		// runc wrappers below do.
-		if _, err := writeScript(r.shim, r.shimContent); err != nil {
+		if _, err := WriteScript(r.Shim, r.ShimContent); err != nil {
 			return "", nil, err
 		}
 	}
@@ -68,46 +67,46 @@ func (r *Host) runtime(name string, netstack, userns bool) (string, any, error) 
 			if err != nil {
 				return "", nil, err
 			}
-			return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
+			return r.Shim, &runcoptions.Options{BinaryName: wrapper}, nil
 		}
-		return r.shim, nil, nil
+		return r.Shim, nil, nil
 	case "runsc":
-		bin, err := runscBinary()
+		bin, err := RunscBinary()
 		if err != nil {
 			return "", nil, err
 		}
-		wrapper, err := r.runscWrapper(bin, netstack)
+		wrapper, err := r.RunscWrapper(bin, netstack)
 		if err != nil {
 			return "", nil, err
 		}
-		return r.shim, &runcoptions.Options{BinaryName: wrapper}, nil
+		return r.Shim, &runcoptions.Options{BinaryName: wrapper}, nil
 	}
 	return "", nil, contract.FieldErr(contract.FieldRuntime, "must be %s, not %q", strings.Join(contract.Runtimes(), " or "), name)
 }
 
-// runcBinary is the runc boxer's private containerd runs: boxer's libexec
+// RuncBinary is the runc boxer's private containerd runs: boxer's libexec
 // directory's (see daemon), else the one on PATH.
-func runcBinary() string {
+func RuncBinary() string {
 	if p, err := daemon.RuntimeBinary("runc"); err == nil {
 		return p
 	}
 	return "runc"
 }
 
-// initBinary finds boxer-init (helperBinary); empty when there is none.
-func initBinary() string { return box.HelperBinary(box.InitName) }
+// FindInit finds boxer-init (helperBinary); empty when there is none.
+func FindInit() string { return HelperBinary(InitName) }
 
 // ShimName is boxer's build of containerd's runc shim
 // (cmd/containerd-shim-boxer-v2): the same shim, with the garbage
 // collector's target of a shim that many sandboxes share.
 const ShimName = "containerd-shim-boxer-v2"
 
-// shimBinary is the runc shim a private containerd 2.x runs boxer's
+// ShimBinary is the runc shim a private containerd 2.x runs boxer's
 // sandboxes with: boxer's build, found as boxer-init is, else the
 // daemon's own containerd-shim-runc-v2; empty when there is neither.
 // containerd 1.x runs its own: boxer's speaks 2.x's task API.
-func shimBinary(d daemon.Config, v2 bool) string {
-	if p := box.HelperBinary(ShimName); v2 && p != "" {
+func ShimBinary(d daemon.Config, v2 bool) string {
+	if p := HelperBinary(ShimName); v2 && p != "" {
 		return p
 	}
 	p, _ := d.RuncShimPath()
@@ -117,18 +116,18 @@ func shimBinary(d daemon.Config, v2 bool) string {
 // InitBinary is the boxer-init every sandbox runs as its PID 1, or an
 // error saying how to install it.
 func InitBinary() (string, error) {
-	if p := initBinary(); p != "" {
+	if p := FindInit(); p != "" {
 		return p, nil
 	}
-	return "", box.ErrNoInit
+	return "", ErrNoInit
 }
 
-// linkInit puts boxer-init (at the host path init) into a sandbox's code
+// LinkInit puts boxer-init (at the host path init) into a sandbox's code
 // directory, which the sandbox binds read-only: a hard link, or a copy
 // when init is on another file system. Both are root's, 0755.
-func linkInit(init, codeDir string) error {
+func LinkInit(init, codeDir string) error {
 	if init == "" {
-		return box.ErrNoInit
+		return ErrNoInit
 	}
 	dst := filepath.Join(codeDir, path.Base(oci.InitPath))
 	if err := os.Link(init, dst); err == nil {
@@ -153,8 +152,8 @@ func linkInit(init, codeDir string) error {
 	return nil
 }
 
-// runscBinary finds runsc: boxer's libexec directory, then PATH.
-func runscBinary() (string, error) {
+// RunscBinary finds runsc: boxer's libexec directory, then PATH.
+func RunscBinary() (string, error) {
 	p, err := daemon.RuntimeBinary("runsc")
 	if err != nil {
 		return "", fmt.Errorf("runtime runsc: runsc (gVisor) is not installed: run 'make deps' (builds it into %s)", daemon.LibexecDir)
@@ -162,21 +161,21 @@ func runscBinary() (string, error) {
 	return p, nil
 }
 
-// runscWrapper writes the script the shim runs as its "runc" binary: one
+// RunscWrapper writes the script the shim runs as its "runc" binary: one
 // for sandboxes without network, one for those with gVisor's netstack on
 // their namespace (egress, or a session).
-func (r *Host) runscWrapper(bin string, netstack bool) (string, error) {
+func (r *Host) RunscWrapper(bin string, netstack bool) (string, error) {
 	name, flags := "runsc", RunscFlags()
 	if netstack {
 		name, flags = "runsc-netstack", runscNetstackFlags()
 	}
-	if r.wrap != "" {
+	if r.Wrap != "" {
 		directives := make([]string, 0, len(flags)+1)
 		for _, f := range flags {
 			directives = append(directives, "arg "+f)
 		}
-		if w, ok := box.WrapFile(r.wrap, "runsc with boxer's flags, for containerd's runc shim.", append(directives, "exec "+bin)...); ok {
-			return writeScript(filepath.Join(r.stateDir, name), w)
+		if w, ok := WrapFile(r.Wrap, "runsc with boxer's flags, for containerd's runc shim.", append(directives, "exec "+bin)...); ok {
+			return WriteScript(filepath.Join(r.StateDir, name), w)
 		}
 	}
 	var b strings.Builder
@@ -185,7 +184,7 @@ func (r *Host) runscWrapper(bin string, netstack bool) (string, error) {
 		fmt.Fprintf(&b, " %s", f)
 	}
 	b.WriteString(" \"$@\"\n")
-	return writeScript(filepath.Join(r.stateDir, name), b.String())
+	return WriteScript(filepath.Join(r.StateDir, name), b.String())
 }
 
 // runcUsernsWrapper writes the script the shim runs as its "runc" binary
@@ -199,19 +198,19 @@ func (r *Host) runscWrapper(bin string, netstack bool) (string, error) {
 // start and delete of these sandboxes itself (runc-fast in
 // init/boxer-wrap.c): two of the three executions of runc per sandbox.
 func (r *Host) runcUsernsWrapper() (string, error) {
-	nofile := strconv.FormatUint(r.host.NoFile, 10)
+	nofile := strconv.FormatUint(r.Facts.NoFile, 10)
 	script := "#!/bin/sh\n# Written by boxer: runc with the rlimits of sandboxes in boxer's user namespaces.\nulimit -c 0 && ulimit -n " + nofile + " && exec runc \"$@\"\n"
-	if r.wrap != "" {
-		if w, ok := box.WrapFile(r.wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "runc-fast start-delete", "exec runc"); ok {
+	if r.Wrap != "" {
+		if w, ok := WrapFile(r.Wrap, "runc with the rlimits of sandboxes in boxer's user namespaces.", "rlimit-core 0", "rlimit-nofile "+nofile, "runc-fast start-delete", "exec runc"); ok {
 			script = w
 		}
 	}
-	return writeScript(filepath.Join(r.stateDir, "runc-userns-"+nofile), script)
+	return WriteScript(filepath.Join(r.StateDir, "runc-userns-"+nofile), script)
 }
 
-// writeScript writes an executable script once: atomically, and only when
+// WriteScript writes an executable script once: atomically, and only when
 // its content changed, so that concurrent boxer processes agree.
-func writeScript(path, content string) (string, error) {
+func WriteScript(path, content string) (string, error) {
 	if cur, err := os.ReadFile(path); err == nil && string(cur) == content {
 		return path, nil
 	}

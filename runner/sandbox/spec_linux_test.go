@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"os"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/runner/contract"
-	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -18,10 +17,10 @@ import (
 // TestBuildSpec: the spec is a function of the normalized request, the
 // image's environment and the host's facts.
 func TestBuildSpec(t *testing.T) {
-	host := box.HostFacts{Namespace: "ns", NoFile: 512}
-	dirs := box.Dirs{Code: "/run/boxer/runs/bx-1/code", Workspace: "/run/boxer/runs/bx-1/workspace"}
+	host := HostFacts{Namespace: "ns", NoFile: 512}
+	dirs := Dirs{Code: "/run/boxer/runs/bx-1/code", Workspace: "/run/boxer/runs/bx-1/workspace"}
 	netDirs := dirs
-	netDirs.Net = &box.Net{Netns: "/run/boxer/runs/bx-1/netns", ResolvConf: "/run/boxer/runs/bx-1/resolv.conf",
+	netDirs.Net = &Net{Netns: "/run/boxer/runs/bx-1/netns", ResolvConf: "/run/boxer/runs/bx-1/resolv.conf",
 		Env: []string{"HTTP_PROXY=http://10.201.0.1:3128", "HTTPS_PROXY=http://10.201.0.1:3128"}}
 	norm := func(r contract.Request) contract.Request {
 		n, err := r.Normalize()
@@ -33,12 +32,12 @@ func TestBuildSpec(t *testing.T) {
 	sessionDirs := dirs
 	sessionDirs.Tmp, sessionDirs.Home = "/run/boxer/runs/bx-1/files/tmp", "/run/boxer/runs/bx-1/files/home"
 	usernsDirs := dirs
-	usernsDirs.Userns = &box.Userns{Path: "/run/boxer/runs/bx-1/userns", Base: 1 << 31}
+	usernsDirs.Userns = &Userns{Path: "/run/boxer/runs/bx-1/userns", Base: 1 << 31}
 	custom := &specs.LinuxSeccomp{DefaultAction: specs.ActErrno, Syscalls: []specs.LinuxSyscall{{Names: []string{"read"}, Action: specs.ActAllow}}}
 	tests := []struct {
 		name  string
 		req   contract.Request
-		dirs  box.Dirs
+		dirs  Dirs
 		gate  bool
 		check func(t *testing.T, s *specs.Spec)
 	}{
@@ -88,7 +87,7 @@ func TestBuildSpec(t *testing.T) {
 			}
 		}},
 		{"runsc", norm(contract.Request{Lang: "bash", Runtime: "runsc", Pids: 10}), dirs, false, func(t *testing.T, s *specs.Spec) {
-			if got := *s.Linux.Resources.Pids.Limit; got != box.RunscPidsPerTask*(10+1)+box.RunscPidsOverhead {
+			if got := *s.Linux.Resources.Pids.Limit; got != RunscPidsPerTask*(10+1)+RunscPidsOverhead {
 				t.Errorf("host pids %d, want room for boxer-init and gVisor's threads", got)
 			}
 			if rl := rlimit(s, "RLIMIT_NPROC"); rl == nil || rl.Hard != 10+1 {
@@ -183,7 +182,7 @@ func TestBuildSpec(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := box.BuildSpec("bx-1", tc.req, []string{"PATH=/usr/bin", "HOME=/"}, host, tc.dirs, tc.gate)
+			s, err := BuildSpec("bx-1", tc.req, []string{"PATH=/usr/bin", "HOME=/"}, host, tc.dirs, tc.gate)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,14 +221,14 @@ func TestLinkInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := t.TempDir()
-	if err := linkInit(init, code); err != nil {
+	if err := LinkInit(init, code); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(filepath.Join(code, path.Base(oci.InitPath)))
 	if err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("boxer-init in the code directory: %v %v", fi, err)
 	}
-	if err := linkInit("", t.TempDir()); err == nil || !strings.Contains(err.Error(), "make deps") {
+	if err := LinkInit("", t.TempDir()); err == nil || !strings.Contains(err.Error(), "make deps") {
 		t.Errorf("error %v, want one that says to run make deps", err)
 	}
 }

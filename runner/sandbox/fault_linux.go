@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/containerd/log"
 )
 
-// fault turns a host failure found in err into one line that says what
+// Fault turns a host failure found in err into one line that says what
 // happened and what to do (docs/reference.md, "When the host fails"); any
 // other error is returned as it is. The chain under it goes to the debug
 // log.
-func (r *Host) fault(ctx context.Context, err error) error {
+func (r *Host) Fault(ctx context.Context, err error) error {
 	if err == nil || fault.Is(err) || errors.Is(err, contract.ErrInterrupted) {
 		return err
 	}
@@ -39,12 +39,12 @@ func (r *Host) fault(ctx context.Context, err error) error {
 // gone, or nothing answering on it. boxer's private daemon comes back by
 // itself; a host's own does not.
 func (r *Host) containerdGone(err error) *fault.Error {
-	sock := strings.TrimPrefix(r.address, "unix://")
+	sock := strings.TrimPrefix(r.Address, "unix://")
 	f := &fault.Error{What: "containerd at " + sock + " stopped answering", Err: err}
 	if socketGone(sock) {
 		f.What = "containerd's socket " + sock + " is gone"
 	}
-	if r.private {
+	if r.Private {
 		f.Do = "any boxer command (or 'boxer containerd start') starts it again, and the next one removes what is left of this run; run again"
 	} else {
 		f.Do = "start containerd again (e.g. systemctl restart containerd) and run again; the next boxer command removes what is left of this run"
@@ -52,9 +52,9 @@ func (r *Host) containerdGone(err error) *fault.Error {
 	return f
 }
 
-// noContainerd is the fault of an address given by the caller (--address,
+// NoContainerd is the fault of an address given by the caller (--address,
 // BOXER_ADDRESS) that nothing answers on.
-func noContainerd(address string) *fault.Error {
+func NoContainerd(address string) *fault.Error {
 	sock := strings.TrimPrefix(address, "unix://")
 	f := &fault.Error{What: "nothing answers on containerd's socket " + sock, Do: "start containerd, or point --address (BOXER_ADDRESS) at its socket; 'boxer doctor' checks the host"}
 	if socketGone(sock) {

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 // This file gives a long-lived Runner's containers one lease.
 
@@ -33,12 +33,12 @@ type containerLease struct {
 // that lives longer keeps using the ID, which holds nothing.
 const containerLeaseTTL = 24 * time.Hour
 
-// withContainerLease is ctx for NewContainer.
-func (r *Host) withContainerLease(ctx context.Context) context.Context {
+// WithContainerLease is ctx for NewContainer.
+func (r *Host) WithContainerLease(ctx context.Context) context.Context {
 	if r.lease.made.Add(1) >= 2 {
 		r.lease.once.Do(func() {
-			l, err := r.client.LeasesService().Create(ctx, leases.WithID(reaper.ContainerLeasePrefix+strings.TrimPrefix(newID(), "bx-")),
-				leases.WithExpiration(containerLeaseTTL), leases.WithLabel(reaper.LabelOwner, r.owner))
+			l, err := r.Containerd.LeasesService().Create(ctx, leases.WithID(reaper.ContainerLeasePrefix+strings.TrimPrefix(NewID(), "bx-")),
+				leases.WithExpiration(containerLeaseTTL), leases.WithLabel(reaper.LabelOwner, r.Owner))
 			if err != nil {
 				log.G(ctx).WithError(err).Debug("a lease for containers: each gets its own")
 				return
@@ -52,15 +52,15 @@ func (r *Host) withContainerLease(ctx context.Context) context.Context {
 	return ctx
 }
 
-// closeContainerLease removes the lease, if there is one.
-func (r *Host) closeContainerLease() {
+// CloseContainerLease removes the lease, if there is one.
+func (r *Host) CloseContainerLease() {
 	id := r.lease.id.Load()
 	if id == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), reaper.CleanupTimeout)
 	defer cancel()
-	if err := r.client.LeasesService().Delete(ctx, leases.Lease{ID: *id}); err != nil && !errdefs.IsNotFound(err) {
+	if err := r.Containerd.LeasesService().Delete(ctx, leases.Lease{ID: *id}); err != nil && !errdefs.IsNotFound(err) {
 		log.G(ctx).WithError(err).Debugf("removing lease %s", *id)
 	}
 }

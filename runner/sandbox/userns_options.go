@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 // UsernsOptions are the operator's settings of runc sandboxes' user
 // namespaces: by default each sandbox has its own, mapping ids 0-65535

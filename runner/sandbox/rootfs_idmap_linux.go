@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 // A runc sandbox's root, idmapped for its user namespace.
 
@@ -23,37 +23,37 @@ type viewLookup struct {
 	err    error
 }
 
-// viewLookup returns the lookup of rootfs's view's layers, started now if
+// ViewLookup returns the lookup of rootfs's view's layers, started now if
 // there is none (fresh: a new one, whatever there is). A view's mounts do
 // not change while it exists, so each Runner asks once per view; a failed
 // lookup is forgotten, and the next sandbox asks again.
-func (r *Host) viewLookup(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) *viewLookup {
+func (r *Host) ViewLookup(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) *viewLookup {
 	l := &viewLookup{done: make(chan struct{})}
 	if fresh {
-		r.userns.views.Store(rootfs.Key, l)
-	} else if v, loaded := r.userns.views.LoadOrStore(rootfs.Key, l); loaded {
+		r.Userns.views.Store(rootfs.Key, l)
+	} else if v, loaded := r.Userns.views.LoadOrStore(rootfs.Key, l); loaded {
 		return v.(*viewLookup)
 	}
 	// Not the request's context: another sandbox may wait on the answer.
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		defer close(l.done)
-		mounts, err := r.client.SnapshotService(rootfs.Snapshotter).Mounts(ctx, rootfs.Key)
+		mounts, err := r.Containerd.SnapshotService(rootfs.Snapshotter).Mounts(ctx, rootfs.Key)
 		if err != nil {
 			l.err = fmt.Errorf("looking up the root of %s: %w", rootfs.Image, err)
 		} else if l.layers, err = layersOf(mounts); err != nil {
 			l.err = fmt.Errorf("the root of %s: %w", rootfs.Image, err)
 		}
 		if l.err != nil {
-			r.userns.views.CompareAndDelete(rootfs.Key, l)
+			r.Userns.views.CompareAndDelete(rootfs.Key, l)
 		}
 	}()
 	return l
 }
 
-// viewLayers waits for the layers of rootfs's view, uppermost first.
-func (r *Host) viewLayers(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) ([]string, error) {
-	l := r.viewLookup(ctx, rootfs, fresh)
+// ViewLayers waits for the layers of rootfs's view, uppermost first.
+func (r *Host) ViewLayers(ctx context.Context, rootfs snapshots.Rootfs, fresh bool) ([]string, error) {
+	l := r.ViewLookup(ctx, rootfs, fresh)
 	select {
 	case <-l.done:
 		return l.layers, l.err
@@ -87,13 +87,13 @@ func layersOf(mounts []mount.Mount) ([]string, error) {
 	return nil, fmt.Errorf("unexpected mounts %v of a shared view", mounts)
 }
 
-// withRootfs points the container at the image's shared read-only view
+// WithRootfs points the container at the image's shared read-only view
 // without the extra round trip containerd.WithSnapshot makes; or, for a
 // sandbox whose root boxer mounted (own), names the image alone (the view
 // is in a label): containerd's client then does not look the view up for
 // the task (a container read twice, the view's mounts, the spec decoded)
 // and the shim mounts nothing that the spec's root does not use.
-func withRootfs(r snapshots.Rootfs, own bool) containerd.NewContainerOpts {
+func WithRootfs(r snapshots.Rootfs, own bool) containerd.NewContainerOpts {
 	return func(_ context.Context, _ *containerd.Client, c *containers.Container) error {
 		if !own {
 			c.Snapshotter = r.Snapshotter
