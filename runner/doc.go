@@ -5,7 +5,7 @@
 // runner owns the one-shot runs, the sandbox's life, sessions, warm
 // sandboxes and the Runner that composes them; the request, result and the
 // other pure types are package contract's (re-exported here, contract.go),
-// what a sandbox is made of (spec, workspace, boxer-wrap) package
-// sandbox's. It must never import the protocol packages above it (server,
-// e2b, mcp, cmd); docs/internals.md ("Packages") draws the layers.
+// the Host a sandbox runs on and what it is made of package sandbox's. It
+// must never import the protocol packages above it (server, e2b, cmd);
+// docs/internals.md ("Packages of runner") draws the layers.
 package runner
