@@ -2,6 +2,7 @@ package boxer_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -24,10 +25,15 @@ func TestPackageDirection(t *testing.T) {
 		"secrets":   {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress"},
 		"userns":    {"runner", "cmd", "server", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress", "secrets"},
 		"runner":    {"cmd", "server", "e2b"},
-		"server":    {"cmd", "e2b"},
-		"e2b":       {"cmd", "server"},
-		"fleet":     {"cmd", "server", "e2b", "runner"},
-		"audit":     {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
+		// contract is data: nothing that makes sandboxes (the daemon,
+		// user namespaces, seccomp profiles); TestRunnerLayers keeps it
+		// below the rest of runner.
+		"runner/contract": {"cmd", "server", "e2b", "fleet", "audit", "daemon", "userns", "seccomp"},
+		"runner/sandbox":  {"cmd", "server", "e2b", "fleet", "audit"},
+		"server":          {"cmd", "e2b"},
+		"e2b":             {"cmd", "server"},
+		"fleet":           {"cmd", "server", "e2b", "runner"},
+		"audit":           {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
 	}
 	for pkg, bad := range forbidden {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
@@ -45,6 +51,31 @@ func TestPackageDirection(t *testing.T) {
 	}
 }
 
+// TestRunnerLayers keeps runner's packages in layers, each importing only
+// the ones below it: contract (data), sandbox (what one sandbox is made
+// of), then runner itself (docs/internals.md, "Packages").
+func TestRunnerLayers(t *testing.T) {
+	const mod = "github.com/boxer-dev/boxer/"
+	layers := []string{"runner/contract", "runner/sandbox", "runner"}
+	for i, pkg := range layers {
+		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, above := range layers[i+1:] {
+			if slices.Contains(deps, mod+above) {
+				t.Errorf("%s imports %s, a layer above it", pkg, above)
+			}
+		}
+		for _, d := range deps {
+			if strings.HasPrefix(d, mod+"runner/") && !slices.Contains(layers, strings.TrimPrefix(d, mod)) {
+				t.Errorf("%s imports %s, a package of runner in no layer: add it to the layers", pkg, d)
+			}
+		}
+	}
+}
+
 // TestNonLinuxBuild keeps the packages a library user imports through runner
 // building elsewhere than Linux, where their Linux-only calls answer that
 // boxer needs Linux. Vet type-checks the tests too, and with them the
@@ -53,7 +84,7 @@ func TestNonLinuxBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
 	}
-	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./runner/", "./server/", "./e2b/", "./fleet/", "./audit/"}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./runner/...", "./server/", "./e2b/", "./fleet/", "./audit/"}
 	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
 	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	sandboxes "github.com/containerd/containerd/v2/core/sandbox"
@@ -26,8 +27,8 @@ const shimDeathWait = time.Second
 // smallest limits a sandbox can start in, with every hardening of a run
 // (read-only root, no capabilities, seccomp, an unprivileged user, no
 // network).
-func anchorRequest(image string) (Request, error) {
-	return Request{
+func anchorRequest(image string) (contract.Request, error) {
+	return contract.Request{
 		Image:       image,
 		Args:        []string{"sleep", "infinity"},
 		MemoryBytes: 16 << 20,
@@ -131,10 +132,10 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 	// Labelled like a sandbox, for the reaper.
 	rec := sandboxes.Sandbox{
 		ID:      a.id,
-		Labels:  map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner, reaper.LabelAnchor: "true"},
-		Runtime: sandboxes.RuntimeOpts{Name: r.shim},
+		Labels:  map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.Owner, reaper.LabelAnchor: "true"},
+		Runtime: sandboxes.RuntimeOpts{Name: r.Shim},
 	}
-	if _, err := r.client.SandboxStore().Create(ctx, rec); err != nil {
+	if _, err := r.Containerd.SandboxStore().Create(ctx, rec); err != nil {
 		return fmt.Errorf("recording shared shim %s: %w", a.id, err)
 	}
 	if err := sb.make(ctx, rootfs); err != nil {
@@ -152,8 +153,8 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 // anchorRootfs is the root of an anchor: the first preset's image there is
 // (any of them has sleep).
 func (r *Runner) anchorRootfs(ctx context.Context) (snapshots.Rootfs, error) {
-	for _, p := range Presets() {
-		rootfs, err := snapshots.Resolve(ctx, r.client, p.Image)
+	for _, p := range contract.Presets() {
+		rootfs, err := snapshots.Resolve(ctx, r.Containerd, p.Image)
 		if err == nil {
 			return rootfs, nil
 		}
@@ -257,14 +258,14 @@ func (r *Runner) removeLostAnchors(ctx context.Context) {
 // cgroup) and its sandbox record, whichever are left.
 func (r *Runner) removeAnchorByID(ctx context.Context, id string) error {
 	var errs []error
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	switch {
 	case err == nil:
 		errs = append(errs, r.destroyLeftover(ctx, c))
 	case !errdefs.IsNotFound(err):
 		errs = append(errs, err)
 	}
-	if err := r.client.SandboxStore().Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
+	if err := r.Containerd.SandboxStore().Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
 		errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", id, err))
 	}
 	return errors.Join(errs...)

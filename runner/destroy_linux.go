@@ -49,7 +49,7 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 	if sb.container != nil {
 		task := sb.task
 		if task != nil && sb.ended {
-			task = endedTask{task, sb.r.client}
+			task = endedTask{task, sb.r.Containerd}
 		}
 		if err := removeContainer(cctx, sb.container, task); err != nil {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
@@ -72,20 +72,20 @@ func (sb *sandbox) destroy(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("removing checkpoint: %w", err))
 		}
 	}
-	if err := cgroups.Destroy(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id), cgroupGrace); err != nil {
+	if err := cgroups.Destroy(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id), cgroupGrace); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		// Its processes are gone, and with its run directory the bind
 		// mount of its namespace: its block of ids may serve another.
 		// Else the reaper's sweep returns it once the directory is gone.
-		if err := sb.r.releaseUserns(sb.runDir); err != nil {
+		if err := sb.r.ReleaseUserns(sb.runDir); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if sb.anchor {
 		// An anchor's sandbox record (see shims_linux.go).
-		if err := sb.r.client.SandboxStore().Delete(cctx, sb.id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
+		if err := sb.r.Containerd.SandboxStore().Delete(cctx, sb.id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
 			errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", sb.id, err))
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/log"
 )
 
@@ -47,7 +49,7 @@ func (sb *sandbox) attachLink() error {
 		return fmt.Errorf("making the sandbox's network link: %w", err)
 	}
 	sb.link = l
-	sb.dirs.Net = &sandboxNet{Netns: l.Netns, ResolvConf: filepath.Join(sb.runDir, "resolv.conf"), Env: l.Env()}
+	sb.dirs.Net = &box.Net{Netns: l.Netns, ResolvConf: filepath.Join(sb.runDir, "resolv.conf"), Env: l.Env()}
 	if err := os.WriteFile(sb.dirs.Net.ResolvConf, l.ResolvConf(), 0o644); err != nil {
 		return fmt.Errorf("writing resolv.conf: %w", err)
 	}
@@ -55,7 +57,7 @@ func (sb *sandbox) attachLink() error {
 }
 
 // startLink lets the sandbox's traffic out under its delivered allowlist.
-func (sb *sandbox) startLink(d delivery) error {
+func (sb *sandbox) startLink(d contract.Delivery) error {
 	cfg, err := sb.r.egress.gatewayConfig(d.AllowHosts, d.NetBytes)
 	if err != nil {
 		return err
@@ -71,7 +73,7 @@ func (sb *sandbox) startLink(d delivery) error {
 func (e egressSetup) gatewayConfig(allow []string, netBytes int64) (egress.Config, error) {
 	policy, err := egress.ParsePolicy(allow)
 	if err != nil {
-		return egress.Config{}, fieldErr(FieldAllowHosts, "%v", err)
+		return egress.Config{}, contract.FieldErr(contract.FieldAllowHosts, "%v", err)
 	}
 	upstream := e.upstream
 	if upstream == "" {
@@ -80,7 +82,7 @@ func (e egressSetup) gatewayConfig(allow []string, netBytes int64) (egress.Confi
 		}
 	}
 	return egress.Config{
-		Policy: policy, MaxBytes: netBytes, MaxConns: DefaultNetConns, UpstreamDNS: upstream, Dial: e.dial,
+		Policy: policy, MaxBytes: netBytes, MaxConns: contract.DefaultNetConns, UpstreamDNS: upstream, Dial: e.dial,
 		AllowNoSNI: e.allowNoSNI,
 	}, nil
 }

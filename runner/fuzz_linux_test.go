@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,7 +60,7 @@ func FuzzCopyTree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, tree, globs string, budget int64, uid uint32) {
 		if uid == math.MaxUint32 {
 			// (uid_t)-1 is "no change" to chown; Normalize refuses it.
-			if _, err := (Request{Lang: "bash", UID: uid, GID: uid, UserSet: true}).Normalize(); err == nil {
+			if _, err := (contract.Request{Lang: "bash", UID: uid, GID: uid, UserSet: true}).Normalize(); err == nil {
 				t.Fatalf("Normalize accepts user %d:%d, which chown reads as no user", uid, uid)
 			}
 			return
@@ -84,9 +86,9 @@ func FuzzCopyTree(f *testing.F) {
 		before := snapshot(t, tmp, "ws", "out")
 		srcBefore := snapshot(t, src)
 
-		err := copyIn(src, ws, budget, uid, uid)
+		err := box.CopyIn(src, ws, budget, uid, uid)
 		if err != nil {
-			var fe *FieldError
+			var fe *contract.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("copyIn = %v (%T): a tree it refuses is a *FieldError", err, err)
 			}
@@ -94,13 +96,13 @@ func FuzzCopyTree(f *testing.F) {
 			checkCopiedIn(t, src, ws, uid)
 		}
 
-		files, skipped, err := copyOut(src, out, budget)
+		files, skipped, err := box.CopyOut(src, out, budget)
 		if err != nil {
 			t.Fatalf("copyOut = %v: only a full disk fails it", err)
 		}
 		checkCopiedOut(t, src, out, files, skipped, budget)
 
-		returned := returnFiles(src, lines(globs), max(budget, 0))
+		returned := box.ReturnFiles(src, lines(globs), max(budget, 0))
 		checkReturned(t, src, returned, lines(globs), max(budget, 0))
 
 		if got := snapshot(t, tmp, "ws", "out"); got != before {
@@ -306,9 +308,9 @@ func checkCopiedIn(t *testing.T, src, ws string, uid uint32) {
 // checkCopiedOut: out holds directories and the regular files listed,
 // each with its source's bytes, within budget, and the links it held
 // before; every source entry was copied or counted as skipped.
-func checkCopiedOut(t *testing.T, src, out string, files []File, skipped int, budget int64) {
+func checkCopiedOut(t *testing.T, src, out string, files []contract.File, skipped int, budget int64) {
 	t.Helper()
-	listed := map[string]File{}
+	listed := map[string]contract.File{}
 	var total int64
 	for _, f := range files {
 		if !filepath.IsLocal(f.Path) {
@@ -383,7 +385,7 @@ func hasEntry(dir string, names ...string) bool {
 
 // checkReturned: regular files only, matching a glob, with their source's
 // bytes, within budget; a file that did not fit has no content.
-func checkReturned(t *testing.T, src string, returned []ReturnedFile, globs []string, budget int64) {
+func checkReturned(t *testing.T, src string, returned []contract.ReturnedFile, globs []string, budget int64) {
 	t.Helper()
 	var total int64
 	for _, f := range returned {
@@ -391,7 +393,7 @@ func checkReturned(t *testing.T, src string, returned []ReturnedFile, globs []st
 		if err != nil || !st.Mode().IsRegular() {
 			t.Fatalf("returned %s, which is not a regular file in the source", f.Path)
 		}
-		if ok := matchesAny(globs, f.Path); !ok || path.IsAbs(f.Path) {
+		if ok := contract.MatchesAny(globs, f.Path); !ok || path.IsAbs(f.Path) {
 			t.Fatalf("returned %s, which matches none of %q", f.Path, globs)
 		}
 		data, _ := os.ReadFile(filepath.Join(src, filepath.FromSlash(f.Path)))

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"errors"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"math"
 	"reflect"
 	"strings"
@@ -22,8 +23,8 @@ func lines(s string) []string {
 // and says something.
 func checkFieldError(t *testing.T, what string, err error) {
 	t.Helper()
-	var fe *FieldError
-	if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) {
+	var fe *contract.FieldError
+	if !errors.As(err, &fe) || !errors.Is(err, contract.ErrInvalid) {
 		t.Fatalf("%s = %v (%T), want a *FieldError", what, err, err)
 	}
 	if fe.Field == "" || fe.Message == "" {
@@ -72,14 +73,14 @@ func FuzzNormalize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, lang, image, command string, code []byte, env, timeout, memory string, cpus float64, pids int64,
 		tmpSize, output, user, runtime, hosts, secrets, returnFiles, files string, within bool,
 		maxTimeout, maxMemory string, maxCPUs float64, operator string) {
-		req := Request{
+		req := contract.Request{
 			Lang: lang, Image: image, Args: lines(command), Code: code, Env: lines(env),
 			CPUs: cpus, Pids: pids, Runtime: runtime, AllowHosts: lines(hosts), Secrets: lines(secrets),
 			ReturnFiles: lines(returnFiles),
 		}
 		var err error
 		if timeout != "" {
-			if req.Timeout, err = ParseTimeout(timeout); err != nil {
+			if req.Timeout, err = contract.ParseTimeout(timeout); err != nil {
 				checkFieldError(t, "ParseTimeout", err)
 				return
 			}
@@ -87,17 +88,17 @@ func FuzzNormalize(f *testing.F) {
 		for _, s := range []struct {
 			field, value string
 			dst          *int64
-		}{{FieldMemory, memory, &req.MemoryBytes}, {FieldTmpSize, tmpSize, &req.TmpBytes}, {FieldOutputLimit, output, &req.OutputLimit}} {
+		}{{contract.FieldMemory, memory, &req.MemoryBytes}, {contract.FieldTmpSize, tmpSize, &req.TmpBytes}, {contract.FieldOutputLimit, output, &req.OutputLimit}} {
 			if s.value == "" {
 				continue
 			}
-			if *s.dst, err = ParseSizeLimit(s.field, s.value); err != nil {
+			if *s.dst, err = contract.ParseSizeLimit(s.field, s.value); err != nil {
 				checkFieldError(t, "ParseSizeLimit", err)
 				return
 			}
 		}
 		if user != "" {
-			if req.UID, req.GID, err = ParseUser(user); err != nil {
+			if req.UID, req.GID, err = contract.ParseUser(user); err != nil {
 				checkFieldError(t, "ParseUser", err)
 				return
 			}
@@ -110,25 +111,25 @@ func FuzzNormalize(f *testing.F) {
 			req.Files[name] = []byte(name)
 		}
 
-		normalize := Request.Normalize
+		normalize := contract.Request.Normalize
 		if within {
 			// The operator's side is configuration, checked when the
 			// server starts: only well-formed maxima are of interest.
-			max := Maxima{CPUs: maxCPUs, AllowHosts: lines(operator)}
+			max := contract.Maxima{CPUs: maxCPUs, AllowHosts: lines(operator)}
 			if maxTimeout != "" {
-				if max.Timeout, err = ParseTimeout(maxTimeout); err != nil {
+				if max.Timeout, err = contract.ParseTimeout(maxTimeout); err != nil {
 					return
 				}
 			}
 			if maxMemory != "" {
-				if max.MemoryBytes, err = ParseSizeLimit(FieldMemory, maxMemory); err != nil {
+				if max.MemoryBytes, err = contract.ParseSizeLimit(contract.FieldMemory, maxMemory); err != nil {
 					return
 				}
 			}
-			if _, err := (Request{AllowHosts: max.AllowHosts, NetBytes: 1, Lang: "bash"}).Normalize(); err != nil {
+			if _, err := (contract.Request{AllowHosts: max.AllowHosts, NetBytes: 1, Lang: "bash"}).Normalize(); err != nil {
 				return
 			}
-			normalize = func(r Request) (Request, error) { return r.NormalizeWithin(max) }
+			normalize = func(r contract.Request) (contract.Request, error) { return r.NormalizeWithin(max) }
 		}
 		got, err := normalize(req)
 		if err != nil {
@@ -165,7 +166,7 @@ func FuzzCapped(f *testing.F) {
 	f.Add(int64(5), []byte("12345"), uint8(5))
 	f.Fuzz(func(t *testing.T, limit int64, data []byte, chunk uint8) {
 		var tee bytes.Buffer
-		c := newCapped(limit, &tee)
+		c := contract.NewCapped(limit, &tee)
 		step := max(int(chunk), 1)
 		for rest := data; len(rest) > 0; {
 			p := rest[:min(step, len(rest))]
@@ -175,8 +176,8 @@ func FuzzCapped(f *testing.F) {
 			}
 		}
 		keep := min(int64(len(data)), max(limit, 0))
-		text, truncated := c.text()
-		if got := c.buf.Bytes(); !bytes.Equal(got, data[:keep]) {
+		text, truncated := c.Text()
+		if got := c.Buf.Bytes(); !bytes.Equal(got, data[:keep]) {
 			t.Fatalf("kept %q, want the first %d bytes %q", got, keep, data[:keep])
 		}
 		if !bytes.Equal(tee.Bytes(), data[:keep]) {
@@ -188,7 +189,7 @@ func FuzzCapped(f *testing.F) {
 		if !utf8.ValidString(text) {
 			t.Fatalf("text %q is not valid UTF-8", text)
 		}
-		if text != ValidUTF8(data[:keep]) || utf8.Valid(data[:keep]) && text != string(data[:keep]) {
+		if text != contract.ValidUTF8(data[:keep]) || utf8.Valid(data[:keep]) && text != string(data[:keep]) {
 			t.Fatalf("text %q does not read as the kept bytes %q", text, data[:keep])
 		}
 		// One U+FFFD per invalid byte, as Python's errors="replace".

@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -90,9 +91,9 @@ type keeper struct {
 // another keeper holds the session.
 func (r *Runner) Keep(ctx context.Context, id string) error {
 	if !validSessionID(id) {
-		return ErrSessionNotFound
+		return contract.ErrSessionNotFound
 	}
-	runDir := filepath.Join(r.runsDir, id)
+	runDir := filepath.Join(r.RunsDir, id)
 	// Its secrets first: its maker writes them while it waits.
 	held, herr := inheritedSecrets()
 	// Locked already when its maker handed it the session.
@@ -100,7 +101,7 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	if lock == nil {
 		var err error
 		if lock, err = os.OpenFile(filepath.Join(runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
-			return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+			return fmt.Errorf("session %s: %w", id, contract.ErrSessionNotFound)
 		}
 	}
 	defer lock.Close()
@@ -112,12 +113,12 @@ func (r *Runner) Keep(ctx context.Context, id string) error {
 	}
 	rec, err := readSessionRecord(runDir)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", id, ErrSessionNotFound)
+		return fmt.Errorf("session %s: %w", id, contract.ErrSessionNotFound)
 	}
 	if held == nil {
 		held = deliveredSecrets(runDir, rec)
 	}
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	if err != nil {
 		return fmt.Errorf("loading session %s: %w", id, err)
 	}
@@ -227,7 +228,7 @@ func (k *keeper) find(ref string) (*keptProcess, error) {
 		if p, ok := k.procs[n]; ok {
 			return p, nil
 		}
-		return nil, ErrProcessNotFound
+		return nil, contract.ErrProcessNotFound
 	}
 	var found *keptProcess
 	for _, p := range k.procs {
@@ -236,16 +237,16 @@ func (k *keeper) find(ref string) (*keptProcess, error) {
 		}
 	}
 	if found == nil {
-		return nil, ErrProcessNotFound
+		return nil, contract.ErrProcessNotFound
 	}
 	return found, nil
 }
 
 // list returns the processes, oldest first.
-func (k *keeper) list() []ProcessInfo {
+func (k *keeper) list() []contract.ProcessInfo {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make([]ProcessInfo, 0, len(k.procs))
+	out := make([]contract.ProcessInfo, 0, len(k.procs))
 	for i := 1; i <= k.next; i++ {
 		if p, ok := k.procs[i]; ok {
 			out = append(out, p.info)
@@ -262,9 +263,9 @@ func (k *keeper) routes() http.Handler {
 		writeKeeperJSON(w, k.masks)
 	})
 	mux.HandleFunc("POST /processes", func(w http.ResponseWriter, r *http.Request) {
-		var req ProcessRequest
+		var req contract.ProcessRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			keeperError(w, fieldErr(FieldArgs, "bad request: %v", err))
+			keeperError(w, contract.FieldErr(contract.FieldArgs, "bad request: %v", err))
 			return
 		}
 		info, err := k.start(req)
@@ -280,7 +281,7 @@ func (k *keeper) routes() http.Handler {
 	mux.HandleFunc("POST /processes/{ref}/signal", func(w http.ResponseWriter, r *http.Request) {
 		sig, err := strconv.Atoi(r.URL.Query().Get("signal"))
 		if err != nil {
-			keeperError(w, fieldErr(FieldSignal, "must be a number"))
+			keeperError(w, contract.FieldErr(contract.FieldSignal, "must be a number"))
 			return
 		}
 		k.with(w, r, func(p *keptProcess) error { return k.signal(p, unix.Signal(sig)) })
@@ -289,9 +290,9 @@ func (k *keeper) routes() http.Handler {
 		k.with(w, r, func(p *keptProcess) error { return p.sendStdin(k.ctx, r.Body, r.URL.Query().Get("close") == "1") })
 	})
 	mux.HandleFunc("POST /processes/{ref}/resize", func(w http.ResponseWriter, r *http.Request) {
-		var size TermSize
+		var size contract.TermSize
 		if err := json.NewDecoder(r.Body).Decode(&size); err != nil {
-			keeperError(w, fieldErr(FieldPTY, "bad size: %v", err))
+			keeperError(w, contract.FieldErr(contract.FieldPTY, "bad size: %v", err))
 			return
 		}
 		k.with(w, r, func(p *keptProcess) error { return p.resize(k.ctx, size) })
@@ -334,24 +335,24 @@ func (k *keeper) follow(w http.ResponseWriter, r *http.Request, p *keptProcess, 
 		}
 	}
 	info := k.info(p)
-	if enc.Encode(ProcessEvent{Start: &info}) != nil {
+	if enc.Encode(contract.ProcessEvent{Start: &info}) != nil {
 		return
 	}
 	flush()
 	for {
 		out, next, dropped, done, more := p.out.read(from)
 		from = next
-		if dropped > 0 && enc.Encode(ProcessEvent{Dropped: dropped}) != nil {
+		if dropped > 0 && enc.Encode(contract.ProcessEvent{Dropped: dropped}) != nil {
 			return
 		}
 		for _, c := range out {
-			if enc.Encode(ProcessEvent{Stream: c.stream, Data: c.data}) != nil {
+			if enc.Encode(contract.ProcessEvent{Stream: c.stream, Data: c.data}) != nil {
 				return
 			}
 		}
 		if done {
 			info := k.info(p)
-			_ = enc.Encode(ProcessEvent{End: &info})
+			_ = enc.Encode(contract.ProcessEvent{End: &info})
 			return
 		}
 		flush()
@@ -364,7 +365,7 @@ func (k *keeper) follow(w http.ResponseWriter, r *http.Request, p *keptProcess, 
 }
 
 // info is a copy of p's description.
-func (k *keeper) info(p *keptProcess) ProcessInfo {
+func (k *keeper) info(p *keptProcess) contract.ProcessInfo {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return p.info
@@ -381,14 +382,14 @@ type keeperFault struct {
 
 func keeperError(w http.ResponseWriter, err error) {
 	f := keeperFault{Error: err.Error()}
-	var fe *FieldError
+	var fe *contract.FieldError
 	status := http.StatusInternalServerError
 	switch {
 	case errors.As(err, &fe):
 		f.Error, f.Field, f.Forbidden, status = fe.Message, fe.Field, fe.Forbidden, http.StatusBadRequest
-	case errors.Is(err, ErrProcessNotFound):
+	case errors.Is(err, contract.ErrProcessNotFound):
 		f.NotFound, status = true, http.StatusNotFound
-	case errors.Is(err, ErrNoNetwork):
+	case errors.Is(err, contract.ErrNoNetwork):
 		f.NoNetwork, status = true, http.StatusConflict
 	}
 	w.Header().Set("Content-Type", "application/json")

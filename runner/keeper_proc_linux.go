@@ -15,6 +15,8 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -30,7 +32,7 @@ const pidWait = 10 * time.Second
 
 // keptProcess is one of a keeper's processes.
 type keptProcess struct {
-	info    ProcessInfo // under the keeper's mu
+	info    contract.ProcessInfo // under the keeper's mu
 	out     *ring
 	process containerd.Process
 	// stdin is its stdin's writing end while it is open; nil without.
@@ -39,30 +41,30 @@ type keptProcess struct {
 	// pid is closed once info.PID is known (or it ended first).
 	pid chan struct{}
 	// size is its terminal's first size.
-	size *TermSize
+	size *contract.TermSize
 	// masks hide the session's secrets in its output before the ring.
 	masks []*secrets.Masker
 }
 
 // start starts req's command in the session and returns it once it runs.
-func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
-	if err := req.check(); err != nil {
-		return ProcessInfo{}, err
+func (k *keeper) start(req contract.ProcessRequest) (contract.ProcessInfo, error) {
+	if err := req.Check(); err != nil {
+		return contract.ProcessInfo{}, err
 	}
 	k.mu.Lock()
 	if err := k.roomLocked(); err != nil {
 		k.mu.Unlock()
-		return ProcessInfo{}, err
+		return contract.ProcessInfo{}, err
 	}
 	k.next++
 	n := k.next
-	p := &keptProcess{out: newRing(DefaultRingBytes, chunkCost), pid: make(chan struct{}), size: req.PTY}
-	p.info = ProcessInfo{ID: n, Tag: req.Tag, Args: req.Args, Env: req.Env, Cwd: or(req.Cwd, k.spec.Process.Cwd), PTY: req.PTY != nil, Started: time.Now().UTC()}
+	p := &keptProcess{out: newRing(contract.DefaultRingBytes, chunkCost), pid: make(chan struct{}), size: req.PTY}
+	p.info = contract.ProcessInfo{ID: n, Tag: req.Tag, Args: req.Args, Env: req.Env, Cwd: contract.Or(req.Cwd, k.spec.Process.Cwd), PTY: req.PTY != nil, Started: time.Now().UTC()}
 	k.procs[n] = p
 	k.mu.Unlock()
 
 	proc := *k.spec.Process
-	proc.Env = buildEnv(k.spec.Process.Env, req.Env)
+	proc.Env = box.BuildEnv(k.spec.Process.Env, req.Env)
 	proc.Args = append([]string{oci.InitPath, "-a", "--"}, withSecretEnv(req.Args, k.secretEnv, proc.Env)...)
 	proc.Cwd = p.info.Cwd
 	var stdin io.Reader
@@ -70,17 +72,17 @@ func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
 		pr, pw := io.Pipe()
 		stdin, p.stdin = pr, pw
 	}
-	stdout := &pidLine{p: p, stream: StreamStdout, k: k}
+	stdout := &pidLine{p: p, stream: contract.StreamStdout, k: k}
 	opts := []cio.Opt{cio.WithFIFODir(filepath.Join(k.runDir, keeperFIFOs))}
 	if req.PTY != nil {
 		proc.Terminal = true
 		proc.ConsoleSize = &specs.Box{Height: uint(req.PTY.Rows), Width: uint(req.PTY.Cols)}
-		stdout.stream = StreamPTY
-		stdout.sink = p.mask(k.masks, ringWriter{p.out, StreamPTY})
+		stdout.stream = contract.StreamPTY
+		stdout.sink = p.mask(k.masks, ringWriter{p.out, contract.StreamPTY})
 		opts = append(opts, cio.WithStreams(stdin, stdout, nil), cio.WithTerminal)
 	} else {
-		stdout.sink = p.mask(k.masks, ringWriter{p.out, StreamStdout})
-		opts = append(opts, cio.WithStreams(stdin, stdout, p.mask(k.masks, ringWriter{p.out, StreamStderr})))
+		stdout.sink = p.mask(k.masks, ringWriter{p.out, contract.StreamStdout})
+		opts = append(opts, cio.WithStreams(stdin, stdout, p.mask(k.masks, ringWriter{p.out, contract.StreamStderr})))
 	}
 	process, err := k.task.Exec(k.ctx, "proc-"+strconv.Itoa(n), &proc, cio.NewCreator(opts...))
 	if err == nil {
@@ -94,7 +96,7 @@ func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
 		if p.stdin != nil {
 			p.stdin.Close()
 		}
-		return ProcessInfo{}, &runtimeError{step: "starting a process in the session", err: err}
+		return contract.ProcessInfo{}, &runtimeError{step: "starting a process in the session", err: err}
 	}
 	_ = reaper.TouchSession(k.runDir, time.Now())
 	select {
@@ -107,7 +109,7 @@ func (k *keeper) start(req ProcessRequest) (ProcessInfo, error) {
 // roomLocked forgets the oldest ended process when the keeper tracks
 // MaxProcesses, and refuses a new one when they all run.
 func (k *keeper) roomLocked() error {
-	if len(k.procs) < MaxProcesses {
+	if len(k.procs) < contract.MaxProcesses {
 		return nil
 	}
 	ids := make([]int, 0, len(k.procs))
@@ -117,7 +119,7 @@ func (k *keeper) roomLocked() error {
 		}
 	}
 	if len(ids) == 0 {
-		return fieldErr(FieldArgs, "cannot start: %d processes run in the session, the most it keeps; end one first", MaxProcesses)
+		return contract.FieldErr(contract.FieldArgs, "cannot start: %d processes run in the session, the most it keeps; end one first", contract.MaxProcesses)
 	}
 	delete(k.procs, slices.Min(ids))
 	return nil
@@ -196,7 +198,7 @@ func (p *keptProcess) seenPID() {
 func (k *keeper) signal(p *keptProcess, sig unix.Signal) error {
 	info := k.info(p)
 	if !info.Running {
-		return fieldErr(FieldSignal, "cannot be sent: process %d has ended (exit code %d)", info.ID, *info.ExitCode)
+		return contract.FieldErr(contract.FieldSignal, "cannot be sent: process %d has ended (exit code %d)", info.ID, *info.ExitCode)
 	}
 	if k.runtime != "runsc" {
 		return k.signalFromHost(p, info, sig)
@@ -238,7 +240,7 @@ func (p *keptProcess) sendStdin(ctx context.Context, r io.Reader, close bool) er
 	w := p.stdin
 	p.stdinMu.Unlock()
 	if w == nil {
-		return fieldErr("stdin", "is closed: start the process with stdin to send it input")
+		return contract.FieldErr("stdin", "is closed: start the process with stdin to send it input")
 	}
 	if _, err := io.Copy(w, r); err != nil {
 		return fmt.Errorf("writing to stdin: %w", err)
@@ -265,12 +267,12 @@ func (p *keptProcess) closeStdin(ctx context.Context) {
 }
 
 // resize changes the size of p's terminal.
-func (p *keptProcess) resize(ctx context.Context, size TermSize) error {
+func (p *keptProcess) resize(ctx context.Context, size contract.TermSize) error {
 	if !p.info.PTY {
-		return fieldErr(FieldPTY, "cannot be resized: the process has no terminal")
+		return contract.FieldErr(contract.FieldPTY, "cannot be resized: the process has no terminal")
 	}
 	if size.Cols == 0 || size.Rows == 0 || size.Cols > 1000 || size.Rows > 1000 {
-		return fieldErr(FieldPTY, "size must be 1-1000 columns and rows, got %dx%d", size.Cols, size.Rows)
+		return contract.FieldErr(contract.FieldPTY, "size must be 1-1000 columns and rows, got %dx%d", size.Cols, size.Rows)
 	}
 	return p.process.Resize(ctx, size.Cols, size.Rows)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/boxer-dev/boxer/runner/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +20,7 @@ import (
 // The PID is the shim's word: it is taken through a pidfd, and believed
 // only while that pidfd's process is alive and in the sandbox's PID
 // namespace, so that a PID reused after p's end is never signalled.
-func (k *keeper) signalFromHost(p *keptProcess, info ProcessInfo, sig unix.Signal) error {
+func (k *keeper) signalFromHost(p *keptProcess, info contract.ProcessInfo, sig unix.Signal) error {
 	pid := int(p.process.Pid())
 	if pid <= 0 {
 		return fmt.Errorf("process %d has no PID yet: try again", info.ID)
@@ -71,9 +72,9 @@ func samePidNS(a, b int) (bool, error) {
 
 // signalGone is the answer when p's process could not be found to
 // signal, or the signal found it gone: it has ended, or is ending.
-func signalGone(info ProcessInfo, err error) error {
+func signalGone(info contract.ProcessInfo, err error) error {
 	if err == nil || errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrNotExist) {
-		return fieldErr(FieldSignal, "cannot be sent: process %d has ended", info.ID)
+		return contract.FieldErr(contract.FieldSignal, "cannot be sent: process %d has ended", info.ID)
 	}
 	return fmt.Errorf("signalling process %d: %w", info.ID, err)
 }

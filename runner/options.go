@@ -4,6 +4,8 @@ import (
 	"io"
 
 	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 )
 
@@ -25,7 +27,7 @@ type Options struct {
 	// have network egress.
 	Egress EgressOptions
 	// Userns is the operator's setting of runc sandboxes' user namespaces.
-	Userns UsernsOptions
+	Userns box.UsernsOptions
 	// Secrets are the values requests may name (Request.Secrets); nil
 	// holds none.
 	Secrets *secrets.Store
@@ -59,7 +61,7 @@ type Options struct {
 	SessionID func(prefix string) string
 	// Ceilings cap what one caller holds on the host at once (watches,
 	// streams, processes) and the watches of all callers.
-	Ceilings Ceilings
+	Ceilings contract.Ceilings
 }
 
 // EgressOptions are the operator's settings of network egress.
@@ -80,22 +82,10 @@ type EgressOptions struct {
 	AllowNoSNI bool
 }
 
-// UsernsOptions are the operator's settings of runc sandboxes' user
-// namespaces: by default each sandbox has its own, mapping ids 0-65535
-// onto a block of host ids that no other live sandbox has.
-type UsernsOptions struct {
-	// Host runs sandboxes in the host's user namespace, as boxer did
-	// before: they share the host's ids and per-user counters. Only when
-	// the operator asks (--userns=host).
-	Host bool
-	// Range is the host ids the blocks come from, START:COUNT; empty
-	// means userns.DefaultRange.
-	Range string
-	// Dir holds the blocks' leases; empty means userns.LeaseDir (tests
-	// set their own).
-	Dir string
-}
-
 // DefaultShimRuns is how many sandboxes a shared shim serves before a new
 // one takes its place.
 const DefaultShimRuns = 1000
+
+// UsernsOptions are the operator's settings of runc sandboxes' user
+// namespaces (sandbox.UsernsOptions).
+type UsernsOptions = box.UsernsOptions

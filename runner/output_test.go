@@ -2,32 +2,34 @@ package runner
 
 import (
 	"bytes"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"strings"
 	"testing"
 )
 
 func TestCappedKeepsPrefixAndDrains(t *testing.T) {
 	var tee bytes.Buffer
-	c := newCapped(10, &tee)
+	c := contract.NewCapped(10, &tee)
 	for _, s := range []string{"hello ", "world, ", "and more"} {
 		if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
 			t.Fatalf("Write(%q) = %d, %v: must always take everything", s, n, err)
 		}
 	}
-	text, truncated := c.text()
+	text, truncated := c.Text()
 	if text != "hello worl" || !truncated || tee.String() != "hello worl" {
 		t.Errorf("text %q truncated %v tee %q", text, truncated, tee.String())
 	}
 }
 
 func TestValidUTF8PerByte(t *testing.T) {
-	if got := ValidUTF8([]byte("a\xff\xfeb é")); got != "a\uFFFD\uFFFDb é" {
+	if got := contract.ValidUTF8([]byte("a\xff\xfeb é")); got != "a\uFFFD\uFFFDb é" {
 		t.Errorf("got %q", got)
 	}
 }
 
 func TestBuildEnvOverrides(t *testing.T) {
-	got := strings.Join(buildEnv([]string{"PATH=/bin", "HOME=/"}, []string{"HOME=/workspace"}, []string{"X=1"}), " ")
+	got := strings.Join(box.BuildEnv([]string{"PATH=/bin", "HOME=/"}, []string{"HOME=/workspace"}, []string{"X=1"}), " ")
 	if got != "PATH=/bin HOME=/workspace X=1" {
 		t.Errorf("env %q", got)
 	}
@@ -35,12 +37,12 @@ func TestBuildEnvOverrides(t *testing.T) {
 
 func TestCheckEnv(t *testing.T) {
 	for _, kv := range []string{"A=1", "_x=", "LONG_NAME_2=a=b"} {
-		if err := checkEnv(kv); err != nil {
+		if err := contract.CheckEnv(kv); err != nil {
 			t.Errorf("%q refused: %v", kv, err)
 		}
 	}
 	for _, kv := range []string{"=1", "1A=2", "A-B=1", "NOEQ", "A B=1"} {
-		if err := checkEnv(kv); err == nil {
+		if err := contract.CheckEnv(kv); err == nil {
 			t.Errorf("%q accepted", kv)
 		}
 	}
@@ -67,19 +69,19 @@ func TestCappedHoldsInitLine(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var tee strings.Builder
-			c := newCapped(1<<20, &tee)
-			c.holdInitLine()
+			c := contract.NewCapped(1<<20, &tee)
+			c.HoldInitLine()
 			for _, w := range tc.writes {
 				c.Write([]byte(w))
 			}
 			if tee.String() != tc.before {
 				t.Errorf("before release: %q, want %q", tee.String(), tc.before)
 			}
-			c.release(tc.drop)
+			c.Release(tc.drop)
 			if tee.String() != tc.after {
 				t.Errorf("after release: %q, want %q", tee.String(), tc.after)
 			}
-			if got, _ := c.text(); got != strings.Join(tc.writes, "") {
+			if got, _ := c.Text(); got != strings.Join(tc.writes, "") {
 				t.Errorf("kept %q", got)
 			}
 		})

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/containerd/log"
 )
@@ -18,7 +20,7 @@ import (
 // takes one, delivers its code and files and lets the program go; each
 // serves one request only and is torn down after it.
 type pool struct {
-	ready  map[Shape]chan *sandbox
+	ready  map[contract.Shape]chan *sandbox
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -102,12 +104,12 @@ func (p *pool) settle(ctx context.Context, urgent func() bool) {
 // allowlist is delivered) until Close, shaped for a request of that
 // language whose limits are the defaults within max (the limits a server
 // gives a request that sets none). Requests of another shape run cold.
-func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Maxima) error {
+func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max contract.Maxima) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &pool{ready: map[Shape]chan *sandbox{}, ctx: ctx, cancel: cancel}
+	p := &pool{ready: map[contract.Shape]chan *sandbox{}, ctx: ctx, cancel: cancel}
 	for _, entry := range langs {
 		req, err := poolRequest(entry, max)
 		if err != nil {
@@ -117,7 +119,7 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Ma
 		if _, dup := p.ready[req.Shape()]; dup {
 			continue
 		}
-		rootfs, err := snapshots.Resolve(ctx, r.client, req.image())
+		rootfs, err := snapshots.Resolve(ctx, r.Containerd, req.ImageName())
 		if err != nil {
 			cancel()
 			return fmt.Errorf("pre-created sandboxes for %s: %w", entry, err)
@@ -138,14 +140,14 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max Ma
 
 // fill makes sandboxes shaped for req, one after the other, as long as
 // there is room in ch.
-func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req Request, rootfs snapshots.Rootfs) {
+func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req contract.Request, rootfs snapshots.Rootfs) {
 	defer p.wg.Done()
 	var backoff retryBackoff
 	for ctx.Err() == nil {
 		// Make the next sandbox when no request is running, or at once
 		// when a request waits for one.
 		p.settle(ctx, func() bool { return p.waiting.Load() > 0 })
-		sb := r.newSandbox(newID(), req, true)
+		sb := r.newSandbox(box.NewID(), req, true)
 		if err := sb.make(ctx, rootfs); err != nil {
 			log.G(ctx).WithError(err).Warn("pre-creating a sandbox")
 			if err := sb.destroy(ctx); err != nil {
@@ -167,7 +169,7 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req Reques
 
 // take returns a pre-created sandbox of req's shape, or nil when there is
 // none of that shape or none comes within warmWait.
-func (r *Runner) take(ctx context.Context, req Request) *sandbox {
+func (r *Runner) take(ctx context.Context, req contract.Request) *sandbox {
 	if r.pool == nil {
 		return nil
 	}
@@ -254,20 +256,20 @@ func (r *Runner) WarmRuns() int64 {
 // poolRequest is the request a warm entry's sandboxes are shaped for:
 // LANG[:RUNTIME][:net]. A ":net" sandbox has a link; the operator's
 // allowlist stands in for the request's until its own is delivered.
-func poolRequest(entry string, max Maxima) (Request, error) {
+func poolRequest(entry string, max contract.Maxima) (contract.Request, error) {
 	parts := strings.Split(entry, ":")
-	req := Request{Lang: parts[0]}
+	req := contract.Request{Lang: parts[0]}
 	for _, p := range parts[1:] {
 		switch {
 		case p == "net":
 			if len(max.AllowHosts) == 0 {
-				return req, fieldErr(FieldAllowHosts, "is empty: warm entry %q needs the operator's --allow-host", entry)
+				return req, contract.FieldErr(contract.FieldAllowHosts, "is empty: warm entry %q needs the operator's --allow-host", entry)
 			}
 			req.AllowHosts = max.AllowHosts
 		case req.Runtime == "":
 			req.Runtime = p
 		default:
-			return req, fieldErr(FieldLang, "warm entry %q must be LANG[:RUNTIME][:net]", entry)
+			return req, contract.FieldErr(contract.FieldLang, "warm entry %q must be LANG[:RUNTIME][:net]", entry)
 		}
 	}
 	return req.NormalizeWithin(max)

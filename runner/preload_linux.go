@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
 )
@@ -42,13 +43,13 @@ const (
 
 // preloads says whether the sandbox is a preloaded one.
 func (sb *sandbox) preloads() bool {
-	return sb.gate && sb.session == nil && !sb.anchor && len(sb.req.Secrets) == 0 && len(sb.req.preload()) > 0
+	return sb.gate && sb.session == nil && !sb.anchor && len(sb.req.Secrets) == 0 && len(sb.req.PreloadModules()) > 0
 }
 
 // writePreloadHook puts the hook and its module list in the code
 // directory, read-only to the sandbox like the code.
 func writePreloadHook(codeDir string, mods []string) error {
-	dir := filepath.Join(codeDir, preloadDir)
+	dir := filepath.Join(codeDir, contract.PreloadDir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("writing the preload hook: %w", err)
 	}
@@ -86,7 +87,7 @@ func (sb *sandbox) waitPreloaded(ctx context.Context) error {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return ErrInterrupted
+			return contract.ErrInterrupted
 		}
 	}
 }
@@ -104,7 +105,7 @@ func (sb *sandbox) removePreloadMarker() error {
 // cpuSoFar is the CPU time the sandbox has used until now: a preloaded
 // sandbox's imports, which its run's figure leaves out.
 func (sb *sandbox) cpuSoFar() uint64 {
-	stats, err := cgroups.ReadStats(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id))
+	stats, err := cgroups.ReadStats(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id))
 	if err != nil {
 		return 0
 	}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,9 +10,9 @@ import (
 
 func TestRing(t *testing.T) {
 	r := newRing(10, 0)
-	r.write(StreamStdout, []byte("abc"))
-	r.write(StreamStderr, []byte("de"))
-	r.write(StreamStdout, []byte("f"))
+	r.write(contract.StreamStdout, []byte("abc"))
+	r.write(contract.StreamStderr, []byte("de"))
+	r.write(contract.StreamStdout, []byte("f"))
 	out, next, dropped, done, _ := r.read(0)
 	if got := join(out); got != "stdout:abc stderr:de stdout:f" || next != 6 || dropped != 0 || done {
 		t.Fatalf("read(0) = %q next %d dropped %d done %v", got, next, dropped, done)
@@ -21,7 +22,7 @@ func TestRing(t *testing.T) {
 		t.Errorf("read(4) = %q", join(out))
 	}
 	// Past max the oldest bytes go, and a reader from 0 is told how many.
-	r.write(StreamStdout, []byte("0123456"))
+	r.write(contract.StreamStdout, []byte("0123456"))
 	out, next, dropped, _, _ = r.read(0)
 	if got := join(out); got != "stderr:de stdout:f0123456" || next != 13 || dropped != 3 {
 		t.Errorf("after overflow: %q next %d dropped %d", got, next, dropped)
@@ -34,7 +35,7 @@ func TestRing(t *testing.T) {
 		t.Errorf("ring holds %d bytes, want its max 10", all.Len())
 	}
 	// A write larger than the ring keeps its last bytes.
-	r.write(StreamStderr, []byte(strings.Repeat("x", 25)+"END"))
+	r.write(contract.StreamStderr, []byte(strings.Repeat("x", 25)+"END"))
 	out, _, _, _, _ = r.read(0)
 	if got := join(out); got != "stderr:"+strings.Repeat("x", 7)+"END" {
 		t.Errorf("after a large write: %q", got)
@@ -68,20 +69,20 @@ func join(cs []chunk) string {
 // their memory, so it holds about its max in memory, not 90 times it (a
 // keeper grew past 380 MiB holding 1 MiB of such output, issue 42).
 func TestRingMemory(t *testing.T) {
-	r := newRing(DefaultRingBytes, chunkCost)
+	r := newRing(contract.DefaultRingBytes, chunkCost)
 	x := []byte("x")
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for range 1 << 20 {
-		r.write(StreamStdout, x)
-		r.write(StreamStderr, x)
+		r.write(contract.StreamStdout, x)
+		r.write(contract.StreamStderr, x)
 	}
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 3*DefaultRingBytes {
-		t.Errorf("a ring of %d bytes holds %d MiB of heap after 2 Mi one-byte writes to stdout and stderr in turn (%d chunks)", DefaultRingBytes, grew>>20, len(r.chunks))
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 3*contract.DefaultRingBytes {
+		t.Errorf("a ring of %d bytes holds %d MiB of heap after 2 Mi one-byte writes to stdout and stderr in turn (%d chunks)", contract.DefaultRingBytes, grew>>20, len(r.chunks))
 	}
 	if r.held > r.max {
 		t.Errorf("ring holds %d, over its max %d", r.held, r.max)
@@ -96,10 +97,10 @@ func TestRingMemory(t *testing.T) {
 // TestRingReadMax: a reader far behind gets the ring in pieces of at most
 // readMax, told at once that more is there, and all of it in the end.
 func TestRingReadMax(t *testing.T) {
-	r := newRing(DefaultRingBytes, chunkCost)
-	data := bytes.Repeat([]byte("0123456789abcdef"), DefaultRingBytes/32)
-	r.write(StreamStdout, data)
-	r.write(StreamStderr, []byte("END"))
+	r := newRing(contract.DefaultRingBytes, chunkCost)
+	data := bytes.Repeat([]byte("0123456789abcdef"), contract.DefaultRingBytes/32)
+	r.write(contract.StreamStdout, data)
+	r.write(contract.StreamStderr, []byte("END"))
 	var got bytes.Buffer
 	from := int64(0)
 	for reads := 0; ; reads++ {

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -12,61 +10,44 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/boxer-dev/boxer/cgroups"
-	"github.com/boxer-dev/boxer/daemon"
-	"github.com/boxer-dev/boxer/oci"
-	"github.com/boxer-dev/boxer/reaper"
-	"github.com/boxer-dev/boxer/secrets"
-	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
+
+	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/daemon"
+	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
+	"github.com/boxer-dev/boxer/secrets"
+	"github.com/boxer-dev/boxer/snapshots"
 )
 
 // Runner runs sandboxes on one containerd.
 type Runner struct {
-	client    *containerd.Client
-	address   string
-	namespace string
-	stateDir  string
-	runsDir   string
+	// Host is what the sandbox's life needs of the host and containerd.
+	*box.Host
+	// realShim is the runc shim's binary, where known (boxer's private
+	// daemon): for the reaper.
+	realShim string
 	// checkpointsDir holds sessions' checkpoints, on disk
 	// (session_snapshot_linux.go).
 	checkpointsDir string
-	cgroups        cgroups.Mode
-	host           hostFacts
-	owner          string
 	// useStandby: runs claim standbys (Options.Standby).
 	useStandby bool
 	// handOff: runs leave their sandboxes in handedOff (Options.HandOff).
 	handOff   bool
 	handedMu  sync.Mutex
 	handedOff []string
-	// shim is the runtime for containerd: io.containerd.runc.v2, or the
-	// path of boxer's wrapper around it (see reaper.ShimScript).
-	shim string
-	// wrap is boxer-wrap, the wrappers' interpreter; empty: they are
-	// /bin/sh scripts (see wrap_linux.go).
-	wrap string
-	// shimContent is what the file shim holds when it is boxer's wrapper.
-	shimContent string
-	// realShim is the runc shim's binary and bundlesDir containerd's task
-	// bundles, where known (boxer's private daemon): for the reaper.
-	realShim   string
-	bundlesDir string
-	// private says that containerd is boxer's own, which the next boxer
-	// command starts again should it stop.
-	private bool
-	reaper  *reaper.Reaper
-	egress  egressSetup
-	userns  usernsSetup
-	pool    *pool
-	ready   *readyPool
+	reaper    *reaper.Reaper
+	egress    egressSetup
+	pool      *pool
+	ready     *readyPool
 	// shims are the shared shims of runc sandboxes; nil: a shim each.
 	shims      *shimSet
 	shimWarned atomic.Bool
-	lease      containerLease
 	secrets    *secrets.Store
 	// keeper starts a session's keeper (Options.Keeper).
 	keeper []string
@@ -76,8 +57,8 @@ type Runner struct {
 	cleanups  sync.WaitGroup
 	// ceilings and held: what each caller may hold and holds
 	// (tenant_linux.go); watches caps all callers' watches.
-	ceilings Ceilings
-	held     tally
+	ceilings contract.Ceilings
+	held     contract.Tally
 	watches  int
 	// roomMu orders the checks of room for new sessions; making are the
 	// sessions being made meanwhile, by ID, with their callers.
@@ -101,68 +82,70 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	}
 	if o.Address != "" && !daemon.Answers(address) {
 		// Said at once, not after the client's dial timeout.
-		return nil, noContainerd(address)
+		return nil, box.NoContainerd(address)
 	}
 	client, err := containerd.New(address, containerd.WithDefaultNamespace(o.Namespace), containerd.WithTimeout(5*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to containerd at %s: %w", address, err)
 	}
 	r := &Runner{
-		client:         client,
-		address:        address,
-		namespace:      o.Namespace,
-		stateDir:       o.Daemon.State,
-		runsDir:        filepath.Join(o.Daemon.State, "runs"),
+		Host: &box.Host{
+			Containerd: client,
+			Address:    address,
+			Namespace:  o.Namespace,
+			StateDir:   o.Daemon.State,
+			RunsDir:    filepath.Join(o.Daemon.State, "runs"),
+			Cgroups:    cgroups.DetectMode(),
+			Facts:      box.HostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: box.FindInit()},
+			Owner:      reaper.Self(),
+			Shim:       runcShim,
+			Wrap:       box.WrapBinary(),
+		},
 		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
-		cgroups:        cgroups.DetectMode(),
-		host:           hostFacts{Namespace: o.Namespace, NoFile: nofileLimit(), Init: initBinary()},
-		owner:          reaper.Self(),
 		useStandby:     o.Standby,
 		handOff:        o.HandOff,
-		shim:           runcShim,
-		wrap:           wrapBinary(),
 		secrets:        o.Secrets,
 		keeper:         o.Keeper,
 		inject:         o.Inject,
 		sessionID:      o.SessionID,
 		ceilings:       o.Ceilings,
-		watches:        o.Ceilings.serverWatches(inotifyInstances()),
+		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
 		making:         map[string]string{},
 	}
-	if r.egress, err = newEgressSetup(r.stateDir, o.Egress); err != nil {
+	if r.egress, err = newEgressSetup(r.StateDir, o.Egress); err != nil {
 		client.Close()
 		return nil, err
 	}
-	if r.userns, err = newUsernsSetup(o.Userns); err != nil {
+	if r.Userns, err = box.NewUsernsSetup(o.Userns); err != nil {
 		client.Close()
 		return nil, err
 	}
-	r.useHolders()
+	r.UseHolders()
 	v2 := r.containerd2(ctx)
 	if address == o.Daemon.Address() {
-		r.private = true
-		r.bundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
-		r.realShim = shimBinary(o.Daemon, v2)
+		r.Private = true
+		r.BundlesDir = filepath.Join(o.Daemon.ContainerdState(), reaper.TaskBundles)
+		r.realShim = box.ShimBinary(o.Daemon, v2)
 		if v2 {
 			r.useShimWrapper(ctx)
 		}
-		if err := r.checkBundlesWalkable(o.Daemon.State); err != nil {
+		if err := r.CheckBundlesWalkable(o.Daemon.State); err != nil {
 			client.Close()
 			return nil, err
 		}
 	}
 	if o.SharedShims > 0 {
 		if v2 {
-			r.shims = newShimSet(o.SharedShims, or(o.ShimRuns, DefaultShimRuns), newAnchorID)
+			r.shims = newShimSet(o.SharedShims, contract.Or(o.ShimRuns, DefaultShimRuns), newAnchorID)
 		} else {
 			log.G(ctx).Debug("sandboxes run with shims of their own: sharing one needs containerd 2.x")
 		}
 	}
 	if o.Reap {
 		r.reaper = reaper.Start(ctx, reaper.Config{
-			Client: client, Namespace: r.namespace, Address: address,
-			Runs: r.runsDir, State: r.stateDir, Bundles: r.bundlesDir, Shim: r.realShim, Runc: runcBinary(),
-			Cgroups: r.cgroups, Destroy: r.destroyLeftover, After: r.sweep,
+			Client: client, Namespace: r.Namespace, Address: address,
+			Runs: r.RunsDir, State: r.StateDir, Bundles: r.BundlesDir, Shim: r.realShim, Runc: box.RuncBinary(),
+			Cgroups: r.Cgroups, Destroy: r.destroyLeftover, After: r.sweep,
 		})
 	}
 	return r, nil
@@ -172,7 +155,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 // the shim's delete (see useShimWrapper) and has a sandbox store (see
 // shims_linux.go).
 func (r *Runner) containerd2(ctx context.Context) bool {
-	v, err := r.client.Version(ctx)
+	v, err := r.Containerd.Version(ctx)
 	return err == nil && strings.HasPrefix(strings.TrimPrefix(v.Version, "v"), "2.")
 }
 
@@ -184,20 +167,20 @@ func (r *Runner) useShimWrapper(ctx context.Context) {
 		return
 	}
 	script := reaper.ShimScript(r.realShim)
-	if r.wrap != "" {
-		if w, ok := wrapFile(r.wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
+	if r.Wrap != "" {
+		if w, ok := box.WrapFile(r.Wrap, "containerd's runc shim, without the second \"runc delete\" containerd 2.x runs after each task is deleted (see boxer's reaper package).", reaper.ShimWrap(r.realShim)...); ok {
 			script = w
 		}
 	}
-	if p, err := writeScript(filepath.Join(r.stateDir, "shim"), script); err == nil {
-		r.shim, r.shimContent = p, script
+	if p, err := box.WriteScript(filepath.Join(r.StateDir, "shim"), script); err == nil {
+		r.Shim, r.ShimContent = p, script
 	} else {
 		log.G(ctx).WithError(err).Warn("using containerd's runc shim as is")
 	}
 }
 
 // Client is the containerd client, for image management.
-func (r *Runner) Client() *containerd.Client { return r.client }
+func (r *Runner) Client() *containerd.Client { return r.Containerd }
 
 // Close removes the pre-created sandboxes, waits for teardowns, removes
 // the shared shims, waits for the reaper, and closes the connection.
@@ -210,18 +193,18 @@ func (r *Runner) Close() error {
 	r.closeShims()
 	r.cleanups.Wait()
 	r.reaper.Wait()
-	r.closeContainerLease()
-	return r.client.Close()
+	r.CloseContainerLease()
+	return r.Containerd.Close()
 }
 
 // Run runs req in a fresh sandbox and removes every trace of it. A non-nil
 // error means boxer could not run the sandbox (exit 125) or was
 // interrupted; the program's own failures are in the Result.
-func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error) {
-	res = Result{ID: newID(), Status: StatusError, ExitCode: ExitBoxer, Runtime: req.Runtime, Image: req.Image}
+func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Result, retErr error) {
+	res = contract.Result{ID: box.NewID(), Status: contract.StatusError, ExitCode: contract.ExitBoxer, Runtime: req.Runtime, Image: req.Image}
 	defer func() {
 		if retErr != nil {
-			retErr = r.fault(ctx, retErr)
+			retErr = r.Fault(ctx, retErr)
 			res.Error = retErr.Error()
 		}
 	}()
@@ -229,7 +212,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	if err != nil {
 		return res, err
 	}
-	res.Runtime, res.Image = req.Runtime, req.image()
+	res.Runtime, res.Image = req.Runtime, req.ImageName()
 	if err := r.checkSecretsAvailable(req); err != nil {
 		return res, err
 	}
@@ -239,7 +222,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 		defer func() { retErr = errors.Join(retErr, r.release(ctx, sb)) }()
 	}
 	if err == nil {
-		err = sb.deliver(req.delivery())
+		err = sb.deliver(req.Delivery())
 	}
 	if err == nil {
 		err = sb.start(ctx, req.Stdin)
@@ -251,15 +234,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (res Result, retErr error
 	if err != nil {
 		return res, err
 	}
-	res, err = sb.result(res, e, req.delivery())
-	sb.handOff = err == nil && r.handOff && !sb.pooled && StandbyEligible(req)
+	res, err = sb.result(res, e, req.Delivery())
+	sb.handOff = err == nil && r.handOff && !sb.pooled && contract.StandbyEligible(req)
 	return res, err
 }
 
 // sandboxFor returns a sandbox for req, created and ready to start: a
 // pre-created one of its shape, or a new one. When the error is not nil
 // and the sandbox is, nothing was made.
-func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandbox, error) {
+func (r *Runner) sandboxFor(ctx context.Context, id string, req contract.Request) (*sandbox, error) {
 	if sb := r.take(ctx, req); sb != nil {
 		return sb, nil
 	}
@@ -275,13 +258,13 @@ func (r *Runner) sandboxFor(ctx context.Context, id string, req Request) (*sandb
 }
 
 // rootfsFor checks the host's cgroups and returns the root of req's image.
-func (r *Runner) rootfsFor(ctx context.Context, req Request) (snapshots.Rootfs, error) {
-	if err := cgroups.Check(r.cgroups); err != nil {
+func (r *Runner) rootfsFor(ctx context.Context, req contract.Request) (snapshots.Rootfs, error) {
+	if err := cgroups.Check(r.Cgroups); err != nil {
 		return snapshots.Rootfs{}, err
 	}
-	rootfs, err := snapshots.Resolve(ctx, r.client, req.image())
+	rootfs, err := snapshots.Resolve(ctx, r.Containerd, req.ImageName())
 	if errors.Is(err, snapshots.ErrImageNotFound) {
-		e := &ImageError{Ref: req.image()}
+		e := &contract.ImageError{Ref: req.ImageName()}
 		if req.Image == "" {
 			e.Lang = req.Lang
 		}
@@ -314,10 +297,10 @@ func (r *Runner) release(ctx context.Context, sb *sandbox) error {
 // startFailed is the result of a run whose program never started: the
 // runtime's 126 or 127 when it could not execute the command, else boxer's
 // failure (125).
-func startFailed(res Result, err error) (Result, error) {
+func startFailed(res contract.Result, err error) (contract.Result, error) {
 	var rt *runtimeError
 	if errors.As(err, &rt) {
-		if code, detail, ok := execFailure(rt.Error()); ok {
+		if code, detail, ok := contract.ExecFailure(rt.Error()); ok {
 			res.ExitCode, res.Error = code, detail
 			return res, nil
 		}
@@ -337,40 +320,40 @@ func (e *runtimeError) Unwrap() error { return e.err }
 
 // result completes res from how the program ended, its output, and the
 // files it left for --copy-out (also after a timeout or an OOM kill).
-func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
+func (sb *sandbox) result(res contract.Result, e exit, d contract.Delivery) (contract.Result, error) {
 	res.DurationMs = float64(e.duration.Microseconds()) / 1000
 	res.MemoryPeakBytes = e.stats.MemoryPeakBytes
 	res.CPUTimeMs = float64(e.stats.CPUTimeNs/1000) / 1000
-	res.Stdout, res.StdoutTruncated = sb.stdout.text()
-	res.Stderr, res.StderrTruncated = sb.stderr.text()
+	res.Stdout, res.StdoutTruncated = sb.stdout.Text()
+	res.Stderr, res.StderrTruncated = sb.stderr.Text()
 	if sb.link != nil {
 		n := sb.link.Report()
 		res.Network = &n
 	}
-	res.Secrets, res.Injected = sb.plan.fileNames(), sb.plan.injectedHeaders()
+	res.Secrets, res.Injected = sb.plan.FileNames(), sb.plan.InjectedHeaders()
 	var copyErr error
-	if d.CopyOut != "" && !e.facts.interrupted {
-		res.FilesOut, res.FilesSkipped, copyErr = copyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)
+	if d.CopyOut != "" && !e.facts.Interrupted {
+		res.FilesOut, res.FilesSkipped, copyErr = box.CopyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)
 		if res.FilesOut == nil {
-			res.FilesOut = []File{}
+			res.FilesOut = []contract.File{}
 		}
 	}
-	if len(d.ReturnFiles) > 0 && !e.facts.interrupted {
-		res.Files = returnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
+	if len(d.ReturnFiles) > 0 && !e.facts.Interrupted {
+		res.Files = box.ReturnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
 	}
-	o := classify(e.facts)
-	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
+	o := contract.Classify(e.facts)
+	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal
 	execFailed := false
-	if o.status == StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
+	if o.Status == contract.StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
 		// Told as a runtime's failure to execute it is (startFailed).
 		var detail string
-		if detail, execFailed = initExecFailure(e.facts.status, res.Stdout, res.Stderr); execFailed {
-			res.Status, res.Error, res.Stderr = StatusError, detail, ""
+		if detail, execFailed = contract.InitExecFailure(e.facts.Status, res.Stdout, res.Stderr); execFailed {
+			res.Status, res.Error, res.Stderr = contract.StatusError, detail, ""
 		}
 	}
-	sb.stderr.release(execFailed)
-	if e.facts.interrupted {
-		return res, ErrInterrupted
+	sb.stderr.Release(execFailed)
+	if e.facts.Interrupted {
+		return res, contract.ErrInterrupted
 	}
 	return res, copyErr
 }
@@ -378,7 +361,7 @@ func (sb *sandbox) result(res Result, e exit, d delivery) (Result, error) {
 func (r *Runner) verifyLimits(id string, l oci.Limits) error {
 	quota, period := l.CPUQuota()
 	want := cgroups.Limits{MemoryBytes: uint64(l.MemoryBytes), CPUQuotaUs: quota, CPUPeriodUs: period, Pids: uint64(l.Pids)}
-	got, err := cgroups.ReadLimits(r.cgroups, reaper.CgroupsPath(r.namespace, id))
+	got, err := cgroups.ReadLimits(r.Cgroups, reaper.CgroupsPath(r.Namespace, id))
 	if err == nil {
 		err = cgroups.Verify(got, want)
 	}
@@ -391,7 +374,7 @@ func (r *Runner) verifyLimits(id string, l oci.Limits) error {
 // destroyLeftover removes a sandbox container found on containerd (the
 // reaper's): the same teardown as any sandbox's.
 func (r *Runner) destroyLeftover(ctx context.Context, c containerd.Container) error {
-	sb := r.newSandbox(c.ID(), Request{}, false)
+	sb := r.newSandbox(c.ID(), contract.Request{}, false)
 	sb.container, sb.state = c, stateCreated
 	if labels, err := c.Labels(ctx); err == nil {
 		sb.anchor = labels[reaper.LabelAnchor] == "true"
@@ -407,7 +390,7 @@ func (r *Runner) TakeHandedOff() (owner string, ids []string) {
 	r.handedMu.Lock()
 	defer r.handedMu.Unlock()
 	ids, r.handedOff = r.handedOff, nil
-	return r.owner, ids
+	return r.Owner, ids
 }
 
 // HandTo makes the process owner (reaper.OwnerOf) responsible for the
@@ -415,7 +398,7 @@ func (r *Runner) TakeHandedOff() (owner string, ids []string) {
 // reaper removes them, though their labels name this process.
 func (r *Runner) HandTo(owner string, ids []string) {
 	for _, id := range ids {
-		if err := reaper.HandRunDir(filepath.Join(r.runsDir, id), owner); err != nil {
+		if err := reaper.HandRunDir(filepath.Join(r.RunsDir, id), owner); err != nil {
 			log.G(context.Background()).WithError(err).Debugf("handing sandbox %s", id)
 		}
 	}
@@ -432,7 +415,7 @@ func (r *Runner) RemoveSandboxes(ctx context.Context, owner string, ids []string
 	ctx = context.WithoutCancel(ctx)
 	r.reaper.Wait()
 	for _, id := range ids {
-		c, err := r.client.LoadContainer(ctx, id)
+		c, err := r.Containerd.LoadContainer(ctx, id)
 		if err != nil {
 			if !errdefs.IsNotFound(err) {
 				log.G(ctx).WithError(err).Warnf("removing sandbox %s", id)
@@ -459,26 +442,36 @@ func nofileLimit() uint64 {
 	return 1024
 }
 
-func newID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "bx-" + hex.EncodeToString(b)
-}
-
 // Health checks containerd and the presets' images.
-func (r *Runner) Health(ctx context.Context) Health {
-	h := Health{Images: map[string]bool{}}
-	v, err := r.client.Version(ctx)
+func (r *Runner) Health(ctx context.Context) contract.Health {
+	h := contract.Health{Images: map[string]bool{}}
+	v, err := r.Containerd.Version(ctx)
 	if err != nil {
 		h.Containerd = "unreachable: " + err.Error()
 		return h
 	}
 	h.Containerd = v.Version
 	h.OK = true
-	for _, p := range Presets() {
-		_, err := r.client.ImageService().Get(ctx, p.Image)
+	for _, p := range contract.Presets() {
+		_, err := r.Containerd.ImageService().Get(ctx, p.Image)
 		h.Images[p.Name] = err == nil
 		h.OK = h.OK && err == nil
 	}
 	return h
 }
+
+// sweep returns what sandboxes whose run directory is gone held on the
+// host (the reaper's last step: it has removed the run directories of
+// dead boxer processes): their links and their blocks of ids.
+func (r *Runner) sweep(ctx context.Context) {
+	r.sweepLinks(ctx)
+	r.sweepCheckpoints(ctx)
+	r.SweepUserns(ctx)
+}
+
+// ShimName is boxer's build of containerd's runc shim (sandbox.ShimName).
+const ShimName = box.ShimName
+
+// InitBinary is the boxer-init every sandbox runs as its PID 1, or an
+// error saying how to install it (sandbox.InitBinary).
+func InitBinary() (string, error) { return box.InitBinary() }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -33,12 +34,12 @@ func (r *Runner) Client() *containerd.Client { return nil }
 func (r *Runner) Close() error { return nil }
 
 // Run fails off Linux.
-func (r *Runner) Run(context.Context, Request) (Result, error) {
-	return Result{Status: StatusError, ExitCode: ExitBoxer, Error: ErrNotLinux.Error()}, ErrNotLinux
+func (r *Runner) Run(context.Context, contract.Request) (contract.Result, error) {
+	return contract.Result{Status: contract.StatusError, ExitCode: contract.ExitBoxer, Error: ErrNotLinux.Error()}, ErrNotLinux
 }
 
 // MakeStandby fails off Linux.
-func (r *Runner) MakeStandby(context.Context, Request, time.Duration) (string, time.Time, error) {
+func (r *Runner) MakeStandby(context.Context, contract.Request, time.Duration) (string, time.Time, error) {
 	return "", time.Time{}, ErrNotLinux
 }
 
@@ -46,28 +47,30 @@ func (r *Runner) MakeStandby(context.Context, Request, time.Duration) (string, t
 func (r *Runner) ExpireStandby(context.Context, string) error { return ErrNotLinux }
 
 // StartPool fails off Linux.
-func (r *Runner) StartPool(context.Context, []string, int, Maxima) error { return ErrNotLinux }
+func (r *Runner) StartPool(context.Context, []string, int, contract.Maxima) error { return ErrNotLinux }
 
 // WarmRuns is 0 off Linux.
 func (r *Runner) WarmRuns() int64 { return 0 }
 
 // Health reports not OK off Linux.
-func (r *Runner) Health(context.Context) Health {
-	return Health{Containerd: ErrNotLinux.Error(), Images: map[string]bool{}}
+func (r *Runner) Health(context.Context) contract.Health {
+	return contract.Health{Containerd: ErrNotLinux.Error(), Images: map[string]bool{}}
 }
 
 // CreateSession fails off Linux.
-func (r *Runner) CreateSession(context.Context, SessionRequest, Maxima, SessionMaxima) (Session, error) {
-	return Session{}, ErrNotLinux
+func (r *Runner) CreateSession(context.Context, contract.SessionRequest, contract.Maxima, contract.SessionMaxima) (contract.Session, error) {
+	return contract.Session{}, ErrNotLinux
 }
 
 // RunInSession fails off Linux.
-func (r *Runner) RunInSession(context.Context, string, string, SessionCall, Maxima) (Result, error) {
-	return Result{Status: StatusError, ExitCode: ExitBoxer, Error: ErrNotLinux.Error()}, ErrNotLinux
+func (r *Runner) RunInSession(context.Context, string, string, contract.SessionCall, contract.Maxima) (contract.Result, error) {
+	return contract.Result{Status: contract.StatusError, ExitCode: contract.ExitBoxer, Error: ErrNotLinux.Error()}, ErrNotLinux
 }
 
 // Sessions fails off Linux.
-func (r *Runner) Sessions(context.Context, string) ([]Session, error) { return nil, ErrNotLinux }
+func (r *Runner) Sessions(context.Context, string) ([]contract.Session, error) {
+	return nil, ErrNotLinux
+}
 
 // RemoveSession fails off Linux.
 func (r *Runner) RemoveSession(context.Context, string, string) error { return ErrNotLinux }
@@ -76,10 +79,10 @@ func (r *Runner) RemoveSession(context.Context, string, string) error { return E
 func (r *Runner) EndedNetwork(string) *egress.Report { return nil }
 
 // ExpireSessions does nothing off Linux.
-func (r *Runner) ExpireSessions(context.Context) []EndedSession { return nil }
+func (r *Runner) ExpireSessions(context.Context) []contract.EndedSession { return nil }
 
 // CloseSessions does nothing off Linux.
-func (r *Runner) CloseSessions(context.Context, string, string) []EndedSession { return nil }
+func (r *Runner) CloseSessions(context.Context, string, string) []contract.EndedSession { return nil }
 
 // ReadSessionFile fails off Linux.
 func (r *Runner) ReadSessionFile(context.Context, string, string, string, int64) ([]byte, error) {
@@ -95,7 +98,7 @@ func (r *Runner) WriteSessionFile(context.Context, string, string, string, []byt
 func (r *Runner) CopyToSession(context.Context, string, string, string) error { return ErrNotLinux }
 
 // CopyFromSession fails off Linux.
-func (r *Runner) CopyFromSession(context.Context, string, string, string) ([]File, int, error) {
+func (r *Runner) CopyFromSession(context.Context, string, string, string) ([]contract.File, int, error) {
 	return nil, 0, ErrNotLinux
 }
 
@@ -115,12 +118,12 @@ func (r *Runner) HandTo(owner string, ids []string) {}
 func (r *Runner) Keep(context.Context, string) error { return ErrNotLinux }
 
 // StartProcess fails off Linux.
-func (r *Runner) StartProcess(context.Context, string, string, ProcessRequest) (ProcessInfo, error) {
-	return ProcessInfo{}, ErrNotLinux
+func (r *Runner) StartProcess(context.Context, string, string, contract.ProcessRequest) (contract.ProcessInfo, error) {
+	return contract.ProcessInfo{}, ErrNotLinux
 }
 
 // Processes fails off Linux.
-func (r *Runner) Processes(context.Context, string, string) ([]ProcessInfo, error) {
+func (r *Runner) Processes(context.Context, string, string) ([]contract.ProcessInfo, error) {
 	return nil, ErrNotLinux
 }
 
@@ -135,12 +138,12 @@ func (r *Runner) SendStdin(context.Context, string, string, string, io.Reader, b
 }
 
 // ResizeProcess fails off Linux.
-func (r *Runner) ResizeProcess(context.Context, string, string, string, TermSize) error {
+func (r *Runner) ResizeProcess(context.Context, string, string, string, contract.TermSize) error {
 	return ErrNotLinux
 }
 
 // AttachProcess fails off Linux.
-func (r *Runner) AttachProcess(context.Context, string, string, string, int64, func(ProcessEvent) error) error {
+func (r *Runner) AttachProcess(context.Context, string, string, string, int64, func(contract.ProcessEvent) error) error {
 	return ErrNotLinux
 }
 
@@ -150,7 +153,7 @@ func (r *Runner) SessionNetwork(context.Context, string, string) (egress.Report,
 }
 
 // SetSessionAllow fails off Linux.
-func (r *Runner) SetSessionAllow(context.Context, string, string, []string, Maxima) (egress.Report, error) {
+func (r *Runner) SetSessionAllow(context.Context, string, string, []string, contract.Maxima) (egress.Report, error) {
 	return egress.Report{}, ErrNotLinux
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -69,7 +71,7 @@ type sandbox struct {
 	state state
 	// req is the normalized request the sandbox is shaped for; a
 	// pre-created sandbox's is its pool's.
-	req Request
+	req contract.Request
 	// gate: the program waits for a line on stdin (pre-created sandboxes,
 	// started before their request; boxer-init -g).
 	gate bool
@@ -90,13 +92,13 @@ type sandbox struct {
 	standby map[string]string
 
 	runDir string
-	dirs   sandboxDirs
+	dirs   box.Dirs
 	// link is the sandbox's way out; nil without egress.
 	link *egress.Link
 	// plan is what the request's secrets become; ca and injections are
 	// the proxy's when it injects headers; masks hide the secrets' values
 	// in the output.
-	plan       secretPlan
+	plan       contract.SecretPlan
 	ca         *egress.CA
 	injections []egress.Injection
 	masks      []*secrets.Masker
@@ -107,9 +109,9 @@ type sandbox struct {
 	// ended says that the task's process was seen to exit (see
 	// endedTask).
 	ended  bool
-	stdout *capped
-	stderr *capped
-	stdin  *eofReader
+	stdout *contract.Capped
+	stderr *contract.Capped
+	stdin  *contract.EOFReader
 	stdinW *io.PipeWriter
 	// gone is closed by destroy: goroutines of the run end with it.
 	gone    chan struct{}
@@ -131,8 +133,8 @@ func (sb *sandbox) to(next state, from ...state) error {
 }
 
 // newSandbox returns a sandbox for a normalized request, in state new.
-func (r *Runner) newSandbox(id string, req Request, gate bool) *sandbox {
-	return &sandbox{r: r, id: id, req: req, gate: gate, runDir: filepath.Join(r.runsDir, id)}
+func (r *Runner) newSandbox(id string, req contract.Request, gate bool) *sandbox {
+	return &sandbox{r: r, id: id, req: req, gate: gate, runDir: filepath.Join(r.RunsDir, id)}
 }
 
 // make prepares and creates the sandbox on rootfs (and, gated, starts its
@@ -152,7 +154,7 @@ func (sb *sandbox) prepare() error {
 	if err := sb.to(statePrepared, stateNew); err != nil {
 		return err
 	}
-	if _, err := reaper.MakeRunDir(sb.r.runsDir, sb.r.namespace, sb.id); err != nil {
+	if _, err := reaper.MakeRunDir(sb.r.RunsDir, sb.r.Namespace, sb.id); err != nil {
 		return err
 	}
 	if sb.wantsUserns() {
@@ -165,11 +167,11 @@ func (sb *sandbox) prepare() error {
 	if err := os.Mkdir(sb.dirs.Code, 0o755); err != nil {
 		return fmt.Errorf("creating code directory: %w", err)
 	}
-	if err := linkInit(sb.r.host.Init, sb.dirs.Code); err != nil {
+	if err := box.LinkInit(sb.r.Facts.Init, sb.dirs.Code); err != nil {
 		return err
 	}
 	if sb.dirs.Preload = sb.preloads(); sb.dirs.Preload {
-		if err := writePreloadHook(sb.dirs.Code, sb.req.preload()); err != nil {
+		if err := writePreloadHook(sb.dirs.Code, sb.req.PreloadModules()); err != nil {
 			return err
 		}
 	}
@@ -179,14 +181,14 @@ func (sb *sandbox) prepare() error {
 		}
 	} else {
 		sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-		if err := mountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+		if err := box.MountWorkspace(sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
 	if err := sb.prepareSecrets(); err != nil {
 		return err
 	}
-	if sb.req.egress() {
+	if sb.req.HasEgress() {
 		return sb.attachLink()
 	}
 	return sb.makeLoopback()
@@ -209,12 +211,12 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if err := sb.mountRoot(ctx, rootfs); err != nil {
 		return err
 	}
-	sb.limits = sandboxLimits(sb.req, r.host)
-	spec, err := buildSpec(sb.id, sb.req, rootfs.Config.Env, r.host, sb.dirs, sb.gate)
+	sb.limits = box.Limits(sb.req, r.Facts)
+	spec, err := box.BuildSpec(sb.id, sb.req, rootfs.Config.Env, r.Facts, sb.dirs, sb.gate)
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.owner}
+	labels := map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.Owner}
 	if sb.session != nil {
 		if err := sb.session.shape(spec, sb.req, sb.dirs.SecretEnv, labels); err != nil {
 			return err
@@ -229,7 +231,7 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	}
 	// A session's runsc has its netstack so that its ports can be
 	// forwarded (session_port_linux.go).
-	shim, shimOpts, err := r.runtime(sb.req.Runtime, sb.link != nil || sb.session != nil, sb.dirs.Userns != nil)
+	shim, shimOpts, err := r.Runtime(sb.req.Runtime, sb.link != nil || sb.session != nil, sb.dirs.Userns != nil)
 	if err != nil {
 		return err
 	}
@@ -242,17 +244,17 @@ func (sb *sandbox) create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			containerd.WithSpec(spec),
 			containerd.WithRuntime(shim, shimOpts),
 			containerd.WithContainerLabels(labels),
-			withRootfs(rootfs, sb.dirs.Root != ""),
+			box.WithRootfs(rootfs, sb.dirs.Root != ""),
 		}
 		if sb.member != nil {
 			opts = append(opts, containerd.WithSandbox(sb.member.id))
 		}
-		sb.container, err = r.client.NewContainer(r.withContainerLease(opCtx), sb.id, opts...)
+		sb.container, err = r.Containerd.NewContainer(r.WithContainerLease(opCtx), sb.id, opts...)
 		if err != nil {
 			return fmt.Errorf("creating container: %w", err)
 		}
 		if ctx.Err() != nil {
-			return ErrInterrupted
+			return contract.ErrInterrupted
 		}
 		sb.task, err = sb.container.NewTask(opCtx, sb.streams(), sb.restoreOpts()...)
 		if err == nil {
@@ -316,9 +318,9 @@ func (sb *sandbox) streams() cio.Creator {
 		sb.gone = make(chan struct{})
 	}
 	pr, pw := io.Pipe()
-	sb.stdin, sb.stdinW = &eofReader{r: pr, eof: make(chan struct{})}, pw
-	sb.stdout, sb.stderr = newCapped(sb.req.OutputLimit, nil), newCapped(sb.req.OutputLimit, nil)
-	sb.stderr.holdInitLine()
+	sb.stdin, sb.stdinW = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw
+	sb.stdout, sb.stderr = contract.NewCapped(sb.req.OutputLimit, nil), contract.NewCapped(sb.req.OutputLimit, nil)
+	sb.stderr.HoldInitLine()
 	if sb.session != nil && driverFirst(sb.req) {
 		// Its first process is its interpreter, on the wire.
 		return wireCreator(sb.runDir)
@@ -338,21 +340,21 @@ func (sb *sandbox) streams() cio.Creator {
 
 // deliver gives the sandbox its request's code, files and output settings.
 // The program has not run yet: nothing it could see changes under it.
-func (sb *sandbox) deliver(d delivery) error {
+func (sb *sandbox) deliver(d contract.Delivery) error {
 	if sb.state != stateCreated && sb.state != stateHeld {
 		return &stateError{id: sb.id, from: sb.state, to: stateRunning}
 	}
 	if sb.req.Lang != "" {
-		p, err := LookupPreset(sb.req.Lang)
+		p, err := contract.LookupPreset(sb.req.Lang)
 		if err != nil {
 			return err
 		}
-		if err := writeCode(sb.dirs.Code, p.File, d.Code, p.Support); err != nil {
+		if err := box.WriteCode(sb.dirs.Code, p.File, d.Code, p.Support); err != nil {
 			return err
 		}
 	}
-	sb.stdout.reset(d.OutputLimit, d.Stdout)
-	sb.stderr.reset(d.OutputLimit, d.Stderr)
+	sb.stdout.Reset(d.OutputLimit, d.Stdout)
+	sb.stderr.Reset(d.OutputLimit, d.Stderr)
 	if sb.preloads() {
 		if err := sb.removePreloadMarker(); err != nil {
 			return err
@@ -365,11 +367,11 @@ func (sb *sandbox) deliver(d delivery) error {
 	}
 	uid, gid := sb.hostIDs()
 	if d.CopyIn != "" {
-		if err := copyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+		if err := box.CopyIn(d.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	return writeFiles(sb.dirs.Workspace, d.Files, uid, gid)
+	return box.WriteFiles(sb.dirs.Workspace, d.Files, uid, gid)
 }
 
 // start lets the program run (the task starts, or the gate gets its line)
@@ -380,7 +382,7 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 		return err
 	}
 	if ctx.Err() != nil {
-		return ErrInterrupted
+		return contract.ErrInterrupted
 	}
 	opCtx := context.WithoutCancel(ctx)
 	sb.started = time.Now()
@@ -410,7 +412,7 @@ func (sb *sandbox) start(ctx context.Context, stdin io.Reader) error {
 	// containerd is told that the input is over.
 	go func() {
 		select {
-		case <-sb.stdin.eof:
+		case <-sb.stdin.EOF:
 		case <-sb.gone:
 			return
 		}
@@ -428,7 +430,7 @@ func shimDiedError(err error) error {
 
 // exit is how the program ended and what it cost.
 type exit struct {
-	facts    exitFacts
+	facts    contract.ExitFacts
 	duration time.Duration
 	stats    cgroups.Stats
 }
@@ -448,11 +450,11 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 	select {
 	case status = <-sb.statusC:
 	case <-timer.C:
-		e.facts.timedOut = true
+		e.facts.TimedOut = true
 	case <-ctx.Done():
-		e.facts.interrupted = true
+		e.facts.Interrupted = true
 	}
-	if e.facts.timedOut || e.facts.interrupted {
+	if e.facts.TimedOut || e.facts.Interrupted {
 		if err := sb.task.Kill(opCtx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
 			log.G(ctx).WithError(err).Warn("killing sandbox")
 		}
@@ -474,13 +476,13 @@ func (sb *sandbox) wait(ctx context.Context, timeout time.Duration) (exit, error
 		end = t
 	}
 	e.duration = end.Sub(sb.started)
-	e.facts.status = status.ExitCode()
-	stats, err := cgroups.ReadStats(sb.r.cgroups, reaper.CgroupsPath(sb.r.namespace, sb.id))
+	e.facts.Status = status.ExitCode()
+	stats, err := cgroups.ReadStats(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id))
 	if err != nil {
 		log.G(ctx).WithError(err).Warn("reading sandbox cgroup")
 	}
 	stats.CPUTimeNs -= min(sb.cpuBefore, stats.CPUTimeNs)
-	e.stats, e.facts.oomKills = stats, stats.OOMKills
+	e.stats, e.facts.OOMKills = stats, stats.OOMKills
 	err = sb.drain(opCtx)
 	sb.flushMasks()
 	return e, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
 )
 
@@ -25,14 +27,14 @@ func TestSandboxStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := t.TempDir()
-	r := &Runner{runsDir: t.TempDir(), namespace: "boxer-unit", cgroups: cgroups.DetectMode(), host: hostFacts{Init: init},
-		userns: usernsSetup{opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}
+	r := &Runner{Host: &box.Host{RunsDir: t.TempDir(), Namespace: "boxer-unit", Cgroups: cgroups.DetectMode(), Facts: box.HostFacts{Init: init},
+		Userns: box.UsernsSetup{Opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}}
 	t.Cleanup(func() {
 		if held, _ := filepath.Glob(filepath.Join(leases, "[0-9]*")); len(held) > 0 {
 			t.Errorf("user id blocks left leased: %v", held)
 		}
 	})
-	req, err := Request{Lang: "python"}.Normalize()
+	req, err := contract.Request{Lang: "python"}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func TestSandboxStates(t *testing.T) {
 	if err := sb.prepare(); !errors.As(err, &se) {
 		t.Errorf("preparing twice = %v, want a stateError", err)
 	}
-	if err := sb.deliver(req.delivery()); !errors.As(err, &se) {
+	if err := sb.deliver(req.Delivery()); !errors.As(err, &se) {
 		t.Errorf("deliver before create = %v, want a stateError", err)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")

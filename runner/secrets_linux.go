@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
 	"golang.org/x/sys/unix"
 )
@@ -39,8 +40,8 @@ var hostCertFiles = []string{
 // proxy injects headers, the trust bundle with the run's own CA. Nothing of
 // it is in the sandbox's spec but the mount.
 func (sb *sandbox) prepareSecrets() error {
-	sb.plan = planSecrets(sb.req.secretRefs(), sb.r.inject)
-	if !sb.plan.mounts() {
+	sb.plan = contract.PlanSecrets(sb.req.SecretRefs(), sb.r.inject)
+	if !sb.plan.Mounts() {
 		return nil
 	}
 	dir := reaper.RunMountDir(sb.runDir)
@@ -56,7 +57,7 @@ func (sb *sandbox) prepareSecrets() error {
 		if err := sb.writeSecrets(filepath.Join(dir, "secrets")); err != nil {
 			return err
 		}
-		sb.dirs.SecretEnv = sb.plan.envNames()
+		sb.dirs.SecretEnv = sb.plan.EnvNames()
 	}
 	if len(sb.plan.Inject) > 0 {
 		return sb.prepareInjection(dir)
@@ -70,19 +71,19 @@ func (sb *sandbox) writeSecrets(dir string) error {
 	hu, hg := sb.hostIDs()
 	uid, gid := int(hu), int(hg)
 	if err := os.Mkdir(dir, 0o500); err != nil {
-		return fmt.Errorf("creating %s: %w", SecretsDir, err)
+		return fmt.Errorf("creating %s: %w", contract.SecretsDir, err)
 	}
 	for _, f := range sb.plan.Files {
 		value, ok := sb.r.secrets.Lookup(f.Name)
 		if !ok {
-			return fieldErr(FieldSecrets, "names %s, which boxer was not given", f.Name)
+			return contract.FieldErr(contract.FieldSecrets, "names %s, which boxer was not given", f.Name)
 		}
 		if err := writeSecret(filepath.Join(dir, f.Name), value, uid, gid); err != nil {
 			return fmt.Errorf("writing secret %s: %w", f.Name, err)
 		}
 	}
 	if err := os.Chown(dir, uid, gid); err != nil {
-		return fmt.Errorf("creating %s: %w", SecretsDir, err)
+		return fmt.Errorf("creating %s: %w", contract.SecretsDir, err)
 	}
 	return nil
 }
@@ -120,17 +121,17 @@ func (sb *sandbox) prepareInjection(dir string) error {
 		bundle = append(bundle, '\n')
 	}
 	bundle = append(bundle, ca.CertPEM()...)
-	boxerDir := filepath.Join(dir, filepath.Base(filepath.Dir(TrustBundle)))
+	boxerDir := filepath.Join(dir, filepath.Base(filepath.Dir(contract.TrustBundle)))
 	if err := os.Mkdir(boxerDir, 0o755); err != nil {
 		return fmt.Errorf("writing the trust bundle: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(boxerDir, filepath.Base(TrustBundle)), bundle, 0o444); err != nil {
+	if err := os.WriteFile(filepath.Join(boxerDir, filepath.Base(contract.TrustBundle)), bundle, 0o444); err != nil {
 		return fmt.Errorf("writing the trust bundle: %w", err)
 	}
 	for _, rule := range sb.plan.Inject {
 		value, err := rule.Template.Render(sb.r.secrets.Lookup)
 		if err != nil {
-			return fieldErr(FieldSecrets, "--inject %s: %v", rule.Host, err)
+			return contract.FieldErr(contract.FieldSecrets, "--inject %s: %v", rule.Host, err)
 		}
 		sb.injections = append(sb.injections, egress.Injection{Host: rule.Host, Header: rule.Header, Value: value})
 	}
@@ -184,18 +185,18 @@ func (sb *sandbox) flushMasks() {
 // checkSecretsAvailable refuses a normalized request naming a secret the
 // runner does not hold, asking for a variable of a secret that is only
 // injected, or using an injection rule its allowlist cannot reach.
-func (r *Runner) checkSecretsAvailable(req Request) error {
-	refs := req.secretRefs()
+func (r *Runner) checkSecretsAvailable(req contract.Request) error {
+	refs := req.SecretRefs()
 	for _, ref := range refs {
 		if _, ok := r.secrets.Lookup(ref.Name); !ok {
-			return fieldErr(FieldSecrets, "names %s, which boxer was not given (give it with --secret %s or put it in --secrets-dir)", ref.Name, ref.Name)
+			return contract.FieldErr(contract.FieldSecrets, "names %s, which boxer was not given (give it with --secret %s or put it in --secrets-dir)", ref.Name, ref.Name)
 		}
 	}
-	plan := planSecrets(refs, r.inject)
-	injected := injectedSecrets(r.inject)
+	plan := contract.PlanSecrets(refs, r.inject)
+	injected := contract.InjectedSecrets(r.inject)
 	for _, ref := range refs {
 		if host, ok := injected[ref.Name]; ok && ref.Env {
-			return fieldErr(FieldSecrets, "%s%s: %s is only injected into requests to %s and never enters the sandbox: drop %s", ref.Name, secretEnvOption, ref.Name, host, secretEnvOption)
+			return contract.FieldErr(contract.FieldSecrets, "%s%s: %s is only injected into requests to %s and never enters the sandbox: drop %s", ref.Name, contract.SecretEnvOption, ref.Name, host, contract.SecretEnvOption)
 		}
 	}
 	if len(plan.Inject) == 0 {
@@ -203,11 +204,11 @@ func (r *Runner) checkSecretsAvailable(req Request) error {
 	}
 	policy, err := egress.ParsePolicy(req.AllowHosts)
 	if err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
+		return contract.FieldErr(contract.FieldAllowHosts, "%v", err)
 	}
 	for _, rule := range plan.Inject {
 		if !policy.NameKnown(rule.Host) {
-			return fieldErr(FieldSecrets, "%s: its header is injected into requests to %s, which {allow_hosts} does not reach: allow %s", strings.Join(rule.Template.Names(), ", "), rule.Host, rule.Host)
+			return contract.FieldErr(contract.FieldSecrets, "%s: its header is injected into requests to %s, which {allow_hosts} does not reach: allow %s", strings.Join(rule.Template.Names(), ", "), rule.Host, rule.Host)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 )
 
@@ -19,7 +21,7 @@ func TestCheckSecrets(t *testing.T) {
 		{[]string{"A,file"}, `secrets "A,file"`},
 		{[]string{"A", "A,env"}, "secrets name A more than once"},
 	} {
-		r := Request{Lang: "python", Code: []byte("1"), Secrets: tc.secrets}
+		r := contract.Request{Lang: "python", Code: []byte("1"), Secrets: tc.secrets}
 		_, err := r.Normalize()
 		switch {
 		case tc.want == "" && err != nil:
@@ -46,9 +48,9 @@ func TestPlanSecrets(t *testing.T) {
 		mustInjection(t, "api.example.com:Authorization=Bearer {{secret:KEY}}"),
 		mustInjection(t, "db.example.com:X-Auth={{secret:USER}}:{{secret:PASS}}"),
 	}
-	refs := []secretRef{{Name: "KEY"}, {Name: "TOKEN", Env: true}, {Name: "USER"}}
-	p := planSecrets(refs, rules)
-	if want := []secretRef{{Name: "TOKEN", Env: true}}; !reflect.DeepEqual(p.Files, want) {
+	refs := []contract.SecretRef{{Name: "KEY"}, {Name: "TOKEN", Env: true}, {Name: "USER"}}
+	p := contract.PlanSecrets(refs, rules)
+	if want := []contract.SecretRef{{Name: "TOKEN", Env: true}}; !reflect.DeepEqual(p.Files, want) {
 		t.Errorf("files %v, want %v", p.Files, want)
 	}
 	if len(p.Inject) != 1 || p.Inject[0].Host != "api.example.com" {
@@ -57,13 +59,13 @@ func TestPlanSecrets(t *testing.T) {
 	if want := []string{"KEY", "TOKEN", "USER"}; !reflect.DeepEqual(p.Names, want) {
 		t.Errorf("masked names %v, want %v", p.Names, want)
 	}
-	if want := []string{"TOKEN"}; !reflect.DeepEqual(p.envNames(), want) {
-		t.Errorf("env names %v", p.envNames())
+	if want := []string{"TOKEN"}; !reflect.DeepEqual(p.EnvNames(), want) {
+		t.Errorf("env names %v", p.EnvNames())
 	}
-	if got := p.injectedHeaders(); len(got) != 1 || got[0] != (InjectedHeader{Host: "api.example.com", Header: "Authorization"}) {
+	if got := p.InjectedHeaders(); len(got) != 1 || got[0] != (contract.InjectedHeader{Host: "api.example.com", Header: "Authorization"}) {
 		t.Errorf("injected headers %v", got)
 	}
-	if p := planSecrets(nil, rules); p.mounts() {
+	if p := contract.PlanSecrets(nil, rules); p.Mounts() {
 		t.Errorf("a run without secrets mounts /run")
 	}
 }
@@ -71,10 +73,10 @@ func TestPlanSecrets(t *testing.T) {
 // TestSecretsShape: the secrets are shape (a pre-created sandbox has no
 // /run mount), whatever their order.
 func TestSecretsShape(t *testing.T) {
-	a := shapeOf(Request{Lang: "python", Secrets: []string{"A", "B,env"}})
-	b := shapeOf(Request{Lang: "python", Secrets: []string{"B,env", "A"}})
-	c := shapeOf(Request{Lang: "python", Secrets: []string{"A", "B"}})
-	if a != b || a == c || a == shapeOf(Request{Lang: "python"}) {
+	a := shapeOf(contract.Request{Lang: "python", Secrets: []string{"A", "B,env"}})
+	b := shapeOf(contract.Request{Lang: "python", Secrets: []string{"B,env", "A"}})
+	c := shapeOf(contract.Request{Lang: "python", Secrets: []string{"A", "B"}})
+	if a != b || a == c || a == shapeOf(contract.Request{Lang: "python"}) {
 		t.Errorf("shapes: %q %q %q", a.Secrets, b.Secrets, c.Secrets)
 	}
 }
@@ -83,12 +85,12 @@ func TestSecretsShape(t *testing.T) {
 // variables and the variable wrapper, and no value can be in it: buildSpec
 // is never given one.
 func TestSpecWithSecrets(t *testing.T) {
-	req, err := Request{Lang: "python", Code: []byte("1"), Secrets: []string{"TOKEN,env"}, Env: []string{"SSL_CERT_FILE=/mine.pem"}}.Normalize()
+	req, err := contract.Request{Lang: "python", Code: []byte("1"), Secrets: []string{"TOKEN,env"}, Env: []string{"SSL_CERT_FILE=/mine.pem"}}.Normalize()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := sandboxDirs{Code: "/c", Workspace: "/w", Run: "/state/runs/x/run", SecretEnv: []string{"TOKEN"}, Trust: true}
-	spec, err := buildSpec("x", req, nil, hostFacts{Namespace: "boxer", NoFile: 1024, Init: "/boxer-init"}, dirs, false)
+	dirs := box.Dirs{Code: "/c", Workspace: "/w", Run: "/state/runs/x/run", SecretEnv: []string{"TOKEN"}, Trust: true}
+	spec, err := box.BuildSpec("x", req, nil, box.HostFacts{Namespace: "boxer", NoFile: 1024, Init: "/boxer-init"}, dirs, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestSpecWithSecrets(t *testing.T) {
 		t.Errorf("args %q: want the variable wrapper around the preset's command", args)
 	}
 	env := strings.Join(spec.Process.Env, "\n")
-	for _, kv := range []string{"REQUESTS_CA_BUNDLE=" + TrustBundle, "NODE_EXTRA_CA_CERTS=" + TrustBundle, "SSL_CERT_FILE=/mine.pem"} {
+	for _, kv := range []string{"REQUESTS_CA_BUNDLE=" + contract.TrustBundle, "NODE_EXTRA_CA_CERTS=" + contract.TrustBundle, "SSL_CERT_FILE=/mine.pem"} {
 		if !strings.Contains(env, kv) {
 			t.Errorf("env lacks %s (the caller's --env wins over the trust variables): %s", kv, env)
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +40,7 @@ func (s *liveSession) lock(ctx context.Context) (func(), error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, ErrInterrupted
+			return nil, contract.ErrInterrupted
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -64,11 +66,11 @@ func (s *liveSession) touch(ctx context.Context, t time.Time) {
 // RunInSession runs one call in session id of caller ("" for any). A
 // non-nil error means the call did not run (the session is gone, or the
 // call was refused) or was interrupted.
-func (r *Runner) RunInSession(ctx context.Context, id, caller string, call SessionCall, max Maxima) (res Result, retErr error) {
-	res = Result{ID: id, Session: id, Status: StatusError, ExitCode: ExitBoxer}
+func (r *Runner) RunInSession(ctx context.Context, id, caller string, call contract.SessionCall, max contract.Maxima) (res contract.Result, retErr error) {
+	res = contract.Result{ID: id, Session: id, Status: contract.StatusError, ExitCode: contract.ExitBoxer}
 	defer func() {
 		if retErr != nil {
-			retErr = r.fault(ctx, retErr)
+			retErr = r.Fault(ctx, retErr)
 			res.Error = retErr.Error()
 		}
 	}()
@@ -91,12 +93,12 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 		defer release()
 	}
 	req := s.rec.Request
-	res.Runtime, res.Image = req.Runtime, req.image()
-	if call, err = call.normalize(req, max); err != nil {
+	res.Runtime, res.Image = req.Runtime, req.ImageName()
+	if call, err = call.Normalize(req, max); err != nil {
 		return res, err
 	}
 	if call.Cell != nil {
-		if err := call.Cell.check(req.Lang, interpreted(req.Lang)); err != nil {
+		if err := call.Cell.Check(req.Lang, interpreted(req.Lang)); err != nil {
 			return res, err
 		}
 	}
@@ -121,9 +123,9 @@ func (r *Runner) RunInSession(ctx context.Context, id, caller string, call Sessi
 }
 
 // call runs call n in s.
-func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCall, res Result) (Result, error) {
+func (r *Runner) call(ctx context.Context, s *liveSession, n int, call contract.SessionCall, res contract.Result) (contract.Result, error) {
 	req := s.rec.Request
-	p, err := LookupPreset(req.Lang)
+	p, err := contract.LookupPreset(req.Lang)
 	if err != nil {
 		return res, err
 	}
@@ -131,7 +133,7 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	if call.Cell != nil {
 		// The driver reads a cell's code and context from a file of its own.
 		name = fmt.Sprintf("call-%d.json", n)
-		if code, err = call.Cell.spec(call.Code); err != nil {
+		if code, err = call.Cell.Spec(call.Code); err != nil {
 			return res, err
 		}
 	}
@@ -141,22 +143,22 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	}
 	defer os.Remove(codeFile)
 	workspace := sessionWorkspaceDir(s.runDir)
-	uid, gid, err := hostIDsOf(s.runDir, req.UID, req.GID)
+	uid, gid, err := box.HostIDsOf(s.runDir, req.UID, req.GID)
 	if err != nil {
 		return res, err
 	}
-	if err := writeFiles(workspace, call.Files, uid, gid); err != nil {
+	if err := box.WriteFiles(workspace, call.Files, uid, gid); err != nil {
 		return res, err
 	}
 	masks, err := r.sessionMasks(ctx, s)
 	if err != nil {
 		return res, err
 	}
-	stdout, stderr := newCapped(call.OutputLimit, call.Stdout), newCapped(call.OutputLimit, call.Stderr)
+	stdout, stderr := contract.NewCapped(call.OutputLimit, call.Stdout), contract.NewCapped(call.OutputLimit, call.Stderr)
 	mout, merr, flush := maskCall(masks, stdout, stderr)
-	cg := reaper.CgroupsPath(r.namespace, s.id)
-	before, _ := cgroups.ReadStats(r.cgroups, cg)
-	peak := cgroups.WatchPeak(r.cgroups, cg)
+	cg := reaper.CgroupsPath(r.Namespace, s.id)
+	before, _ := cgroups.ReadStats(r.Cgroups, cg)
+	peak := cgroups.WatchPeak(r.Cgroups, cg)
 	var end callEnd
 	if interpreted(req.Lang) {
 		end, err = r.wireCall(ctx, s, n, name, call, mout, merr)
@@ -170,27 +172,27 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 	facts := end.facts
 	res.SessionEnded = end.sessionEnded
 	if res.SessionEnded != "" {
-		res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
+		res.Error = fmt.Sprintf("the session ended: %s", contract.EndText(res.SessionEnded))
 	}
 	res.DurationMs = float64(end.ended.Sub(end.started).Microseconds()) / 1000
-	after, _ := cgroups.ReadStats(r.cgroups, cg)
+	after, _ := cgroups.ReadStats(r.Cgroups, cg)
 	res.CPUTimeMs = float64((after.CPUTimeNs-min(before.CPUTimeNs, after.CPUTimeNs))/1000) / 1000
-	facts.oomKills = after.OOMKills - min(before.OOMKills, after.OOMKills)
+	facts.OOMKills = after.OOMKills - min(before.OOMKills, after.OOMKills)
 	res.MemoryPeakBytes, res.MemoryPeakScope = after.MemoryPeakBytes, "session"
 	if peak != nil {
 		if v, err := peak.Read(); err == nil {
 			res.MemoryPeakBytes, res.MemoryPeakScope = v, "call"
 		}
 	}
-	res.Stdout, res.StdoutTruncated = stdout.text()
-	res.Stderr, res.StderrTruncated = stderr.text()
-	if len(call.ReturnFiles) > 0 && !facts.interrupted {
-		res.Files = returnFiles(workspace, call.ReturnFiles, call.ReturnBytes)
+	res.Stdout, res.StdoutTruncated = stdout.Text()
+	res.Stderr, res.StderrTruncated = stderr.Text()
+	if len(call.ReturnFiles) > 0 && !facts.Interrupted {
+		res.Files = box.ReturnFiles(workspace, call.ReturnFiles, call.ReturnBytes)
 	}
-	o := classify(facts)
-	res.Status, res.ExitCode, res.Signal = o.status, o.code, o.signal
+	o := contract.Classify(facts)
+	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal
 	if end.noStatus {
-		res.Status, res.ExitCode, res.Signal = StatusError, ExitBoxer, ""
+		res.Status, res.ExitCode, res.Signal = contract.StatusError, contract.ExitBoxer, ""
 	}
 	if res.SessionEnded == "" && !end.alive {
 		res.SessionEnded = r.checkAlive(ctx, s)
@@ -199,21 +201,21 @@ func (r *Runner) call(ctx context.Context, s *liveSession, n int, call SessionCa
 			_ = r.endSession(ctx, s.c, reaper.EndInterpreter)
 			res.SessionEnded = reaper.EndInterpreter
 		}
-		if res.SessionEnded == reaper.EndInterpreter && facts.oomKills > 0 && !facts.timedOut {
-			res.Status, res.ExitCode, res.Signal = StatusOOM, ExitOOM, "SIGKILL"
+		if res.SessionEnded == reaper.EndInterpreter && facts.OOMKills > 0 && !facts.TimedOut {
+			res.Status, res.ExitCode, res.Signal = contract.StatusOOM, contract.ExitOOM, "SIGKILL"
 		} else if res.SessionEnded != "" && end.noStatus {
-			res.Error = fmt.Sprintf("the session ended: %s", EndText(res.SessionEnded))
+			res.Error = fmt.Sprintf("the session ended: %s", contract.EndText(res.SessionEnded))
 		}
 	}
-	if facts.interrupted {
-		return res, ErrInterrupted
+	if facts.Interrupted {
+		return res, contract.ErrInterrupted
 	}
 	return res, nil
 }
 
 // callEnd is how a call ended.
 type callEnd struct {
-	facts          exitFacts
+	facts          contract.ExitFacts
 	started, ended time.Time
 	// sessionEnded says why the call ended the session, if it did; alive,
 	// that the session is known to live on (its interpreter answered);

@@ -5,7 +5,7 @@ package runner
 import _ "embed"
 
 // sessionCell is session_cell.py, which the driver loads for a session's
-// first cell (session_cell.go).
+// first cell (contract/session_cell.go).
 //
 //go:embed session_cell.py
 var sessionCell string

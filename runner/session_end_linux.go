@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
@@ -56,9 +57,9 @@ func (r *Runner) verdict(ctx context.Context, c containerd.Container, labels map
 	if ask {
 		runs = func() bool { return reaper.TaskRunning(ctx, c) }
 	}
-	used := reaper.LastUsed(labels, filepath.Join(r.runsDir, c.ID()))
+	used := reaper.LastUsed(labels, filepath.Join(r.RunsDir, c.ID()))
 	reason := reaper.SessionEnd(labels, used, time.Now(), runs)
-	if reason == "" && ask && labels[reaper.LabelOwner] == r.owner && labels[reaper.LabelSessionMade] != "" && !reaper.TaskRunning(ctx, c) {
+	if reason == "" && ask && labels[reaper.LabelOwner] == r.Owner && labels[reaper.LabelSessionMade] != "" && !reaper.TaskRunning(ctx, c) {
 		reason = reaper.EndExited
 	}
 	return reason
@@ -70,7 +71,7 @@ func (r *Runner) endSession(ctx context.Context, c containerd.Container, reason 
 	if err := r.removeSession(ctx, c, reason); err != nil {
 		log.G(ctx).WithError(err).Warnf("removing session %s", c.ID())
 	}
-	return &SessionEndedError{ID: c.ID(), Reason: reason}
+	return &contract.SessionEndedError{ID: c.ID(), Reason: reason}
 }
 
 // removeSession labels session c as being removed by this process, for
@@ -93,7 +94,7 @@ func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reas
 // RemoveSession ends a session of caller ("" for any).
 func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
 	s, err := r.findSession(ctx, id, caller, false)
-	var ended *SessionEndedError
+	var ended *contract.SessionEndedError
 	if errors.As(err, &ended) {
 		return nil
 	} else if err != nil {
@@ -109,19 +110,19 @@ func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
 // timer: the idle timeout holds without a call) and returns those it
 // ended. Sessions being made, by this process or another, are left to
 // their makers.
-func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+func (r *Runner) ExpireSessions(ctx context.Context) []contract.EndedSession {
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
 		return nil
 	}
-	var ended []EndedSession
+	var ended []contract.EndedSession
 	for _, c := range cs {
 		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 		if err != nil {
 			continue
 		}
 		if reason, ok := r.expire(ctx, c, info, true); ok {
-			ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
+			ended = append(ended, contract.EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
 		}
 	}
 	return ended
@@ -131,14 +132,14 @@ func (r *Runner) ExpireSessions(ctx context.Context) []EndedSession {
 // caller ("" for all), for reason (a client that disconnected, a server
 // that shuts down), and returns them. One it is still making ends too:
 // its maker finds it being removed and fails with this reason.
-func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []EndedSession {
+func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []contract.EndedSession {
 	// One filter, its selectors joined by a comma: containerd ORs
 	// separate filters, which would match every sandbox of this process.
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.owner))
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.Owner))
 	if err != nil {
 		return nil
 	}
-	var ended []EndedSession
+	var ended []contract.EndedSession
 	for _, c := range cs {
 		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller {
@@ -149,7 +150,7 @@ func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []End
 			continue
 		}
 		_ = r.endSession(ctx, c, reason)
-		ended = append(ended, EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
+		ended = append(ended, contract.EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
 	}
 	return ended
 }
@@ -191,7 +192,7 @@ func processRunning(ctx context.Context, p containerd.Process) bool {
 // its keeper (nil for a session without network, or a keeper that does
 // not answer: none is started to ask).
 func (r *Runner) finalNetwork(ctx context.Context, id string) *egress.Report {
-	runDir := filepath.Join(r.runsDir, id)
+	runDir := filepath.Join(r.RunsDir, id)
 	if _, err := os.Stat(filepath.Join(runDir, sessionNetFile)); err != nil {
 		return nil
 	}

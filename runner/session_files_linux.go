@@ -16,37 +16,39 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
 // sessionWorkspace opens session id's workspace for caller, and returns
 // the session's request with the host's ids of its user (see hostIDsOf):
 // whose files boxer writes there are.
-func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.Root, Request, error) {
+func (r *Runner) sessionWorkspace(ctx context.Context, id, caller string) (*os.Root, contract.Request, error) {
 	s, err := r.loadSession(ctx, id, caller, false)
 	if err != nil {
-		return nil, Request{}, err
+		return nil, contract.Request{}, err
 	}
 	root, err := os.OpenRoot(sessionWorkspaceDir(s.runDir))
 	if err != nil {
-		return nil, Request{}, fmt.Errorf("opening session workspace: %w", err)
+		return nil, contract.Request{}, fmt.Errorf("opening session workspace: %w", err)
 	}
 	s.touch(ctx, time.Now())
 	req := s.rec.Request
-	if req.UID, req.GID, err = hostIDsOf(s.runDir, req.UID, req.GID); err != nil {
+	if req.UID, req.GID, err = box.HostIDsOf(s.runDir, req.UID, req.GID); err != nil {
 		root.Close()
-		return nil, Request{}, err
+		return nil, contract.Request{}, err
 	}
 	return root, req, nil
 }
 
 // checkSessionPath refuses a path that is not relative to /workspace.
 func checkSessionPath(rel string) error {
-	if len(rel) > maxPathBytes {
-		return &PathError{Field: FieldFiles, Path: cutPath(rel), Err: ErrNameTooLong}
+	if len(rel) > contract.MaxPathBytes {
+		return &contract.PathError{Field: contract.FieldFiles, Path: contract.CutPath(rel), Err: contract.ErrNameTooLong}
 	}
 	if rel == "" || !filepath.IsLocal(rel) || strings.ContainsRune(rel, 0) {
-		return fieldErr(FieldFiles, "%q must be a path relative to /workspace", cutPath(rel))
+		return contract.FieldErr(contract.FieldFiles, "%q must be a path relative to /workspace", contract.CutPath(rel))
 	}
 	return nil
 }
@@ -86,48 +88,48 @@ func (r *Runner) CopyToSession(ctx context.Context, id, src, dest string) error 
 	defer root.Close()
 	st, err := os.Stat(src)
 	if err != nil {
-		return fieldErr(FieldCopyIn, "%s: %v", src, err)
+		return contract.FieldErr(contract.FieldCopyIn, "%s: %v", src, err)
 	}
 	if !st.IsDir() {
 		if !st.Mode().IsRegular() {
-			return fieldErr(FieldCopyIn, "%s is not a regular file or a directory", src)
+			return contract.FieldErr(contract.FieldCopyIn, "%s is not a regular file or a directory", src)
 		}
 		if st.Size() > req.TmpBytes {
-			return fieldErr(FieldCopyIn, "%s holds %d bytes, more than the workspace's %d", src, st.Size(), req.TmpBytes)
+			return contract.FieldErr(contract.FieldCopyIn, "%s holds %d bytes, more than the workspace's %d", src, st.Size(), req.TmpBytes)
 		}
 		if dir := filepath.Dir(dest); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return fmt.Errorf("copying in: %w", fsError(abs, err))
+				return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 			}
 		}
-		if err := copyFile(root, dest, src, st.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("copying in: %w", fsError(abs, err))
+		if err := box.CopyFile(root, dest, src, st.Mode().Perm()); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 		} else if errors.Is(err, os.ErrExist) {
-			return fieldErr(FieldCopyIn, "%s exists in the session: remove it first", cutPath(abs))
+			return contract.FieldErr(contract.FieldCopyIn, "%s exists in the session: remove it first", contract.CutPath(abs))
 		}
 		return root.Lchown(dest, int(req.UID), int(req.GID))
 	}
-	if err := checkTree(src, req.TmpBytes); err != nil {
+	if err := box.CheckTree(src, req.TmpBytes); err != nil {
 		return err
 	}
 	if dest != "." {
 		if err := root.MkdirAll(dest, 0o755); err != nil {
-			return fmt.Errorf("copying in: %w", fsError(abs, err))
+			return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 		}
 		_ = root.Lchown(dest, int(req.UID), int(req.GID))
 	}
-	sub, err := openDirRoot(root, dest)
+	sub, err := box.OpenDirRoot(root, dest)
 	if err != nil {
-		return fmt.Errorf("copying in: %w", fsError(abs, err))
+		return fmt.Errorf("copying in: %w", box.FSError(abs, err))
 	}
 	defer sub.Close()
-	return copyInto(src, sub, req.UID, req.GID)
+	return box.CopyInto(src, sub, req.UID, req.GID)
 }
 
 // CopyFromSession copies src (a file or directory of session id's
 // workspace) to the host path dst, with copy-out's safety: regular files
 // and directories only, at most the workspace's size.
-func (r *Runner) CopyFromSession(ctx context.Context, id, src, dst string) ([]File, int, error) {
+func (r *Runner) CopyFromSession(ctx context.Context, id, src, dst string) ([]contract.File, int, error) {
 	if src != "." {
 		if err := checkSessionPath(src); err != nil {
 			return nil, 0, err
@@ -142,21 +144,21 @@ func (r *Runner) CopyFromSession(ctx context.Context, id, src, dst string) ([]Fi
 	st, err := root.Lstat(src)
 	switch {
 	case err != nil:
-		return nil, 0, fsError(abs, err)
+		return nil, 0, box.FSError(abs, err)
 	case st.Mode()&fs.ModeSymlink != 0:
 		// Not followed: copy-out takes what is the session's only.
-		return nil, 0, fmt.Errorf("%s is a symlink: %w", cutPath(abs), ErrFileNotFound)
+		return nil, 0, fmt.Errorf("%s is a symlink: %w", contract.CutPath(abs), contract.ErrFileNotFound)
 	case st.IsDir():
-		sub, err := openDirRoot(root, src)
+		sub, err := box.OpenDirRoot(root, src)
 		if err != nil {
-			return nil, 0, fmt.Errorf("copying out: %w", fsError(abs, err))
+			return nil, 0, fmt.Errorf("copying out: %w", box.FSError(abs, err))
 		}
 		defer sub.Close()
-		return copyOutOf(sub, dst, req.TmpBytes)
+		return box.CopyOutOf(sub, dst, req.TmpBytes)
 	}
-	in, err := openRegular(root, FieldCopyOut, src, abs, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	in, err := box.OpenRegular(root, contract.FieldCopyOut, src, abs, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, 0, fsError(abs, err)
+		return nil, 0, box.FSError(abs, err)
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -167,5 +169,5 @@ func (r *Runner) CopyFromSession(ctx context.Context, id, src, dst string) ([]Fi
 	if err := errors.Join(err, out.Close()); err != nil {
 		return nil, 0, fmt.Errorf("copying out: %w", err)
 	}
-	return []File{{Path: src, Size: n}}, 0, nil
+	return []contract.File{{Path: src, Size: n}}, 0, nil
 }

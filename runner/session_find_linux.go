@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 )
@@ -34,7 +35,7 @@ type liveSession struct {
 func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
 	s, err := r.findSession(ctx, id, caller, forCall)
 	if err == nil && s.paused {
-		return nil, &SessionPausedError{ID: id}
+		return nil, &contract.SessionPausedError{ID: id}
 	}
 	return s, err
 }
@@ -44,11 +45,11 @@ func (r *Runner) loadSession(ctx context.Context, id, caller string, forCall boo
 // containerd whether its sandbox runs: its wire says so.
 func (r *Runner) findSession(ctx context.Context, id, caller string, forCall bool) (*liveSession, error) {
 	if !validSessionID(id) {
-		return nil, ErrSessionNotFound
+		return nil, contract.ErrSessionNotFound
 	}
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
-		return nil, ErrSessionNotFound
+		return nil, contract.ErrSessionNotFound
 	} else if err != nil {
 		return nil, fmt.Errorf("loading session: %w", err)
 	}
@@ -58,17 +59,17 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 	}
 	owner, ok := info.Labels[reaper.LabelSession]
 	if !ok || caller != "" && owner != caller {
-		return nil, ErrSessionNotFound
+		return nil, contract.ErrSessionNotFound
 	}
 	ask := !forCall || !interpreted(info.Labels[reaper.LabelSessionLang])
 	if reason, _ := r.expire(ctx, c, info, ask); reason != "" {
-		return nil, &SessionEndedError{ID: id, Reason: reason}
+		return nil, &contract.SessionEndedError{ID: id, Reason: reason}
 	}
 	if reaper.BeingMade(info.Labels) {
 		// Its maker has not answered with it yet: it is not a session yet.
-		return nil, ErrSessionNotFound
+		return nil, contract.ErrSessionNotFound
 	}
-	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.runsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
+	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.RunsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask && info.Labels[reaper.LabelSessionCheckpointed] == "" {
 		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
 			return nil, r.endSession(ctx, c, reaper.EndExited)
@@ -90,12 +91,12 @@ func (r *Runner) findSession(ctx context.Context, id, caller string, forCall boo
 
 // Sessions lists the live sessions of caller ("" for all), ending those
 // that are over; those being made are not sessions yet.
-func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error) {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+func (r *Runner) Sessions(ctx context.Context, caller string) ([]contract.Session, error) {
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
-	out := []Session{}
+	out := []contract.Session{}
 	for _, c := range cs {
 		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller || reaper.BeingMade(info.Labels) {
@@ -105,11 +106,11 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error)
 			continue
 		}
 		var rec sessionRecord
-		data, err := os.ReadFile(filepath.Join(r.runsDir, c.ID(), sessionRecordFile))
+		data, err := os.ReadFile(filepath.Join(r.RunsDir, c.ID(), sessionRecordFile))
 		if err != nil || json.Unmarshal(data, &rec) != nil {
 			continue
 		}
-		used := reaper.LastUsed(info.Labels, filepath.Join(r.runsDir, c.ID()))
+		used := reaper.LastUsed(info.Labels, filepath.Join(r.RunsDir, c.ID()))
 		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, info.Labels, used))
 	}
 	return out, nil
@@ -118,11 +119,11 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]Session, error)
 // sessionInfo describes a session from its record and its container's
 // labels (nil for one just made): they hold its deadline, which may have
 // moved since its record was written, and whether it is paused.
-func sessionInfo(id, caller string, rec sessionRecord, labels map[string]string, used time.Time) Session {
-	s := Session{
-		ID: id, Lang: rec.Request.Lang, Runtime: rec.Request.Runtime, Image: rec.Request.image(),
+func sessionInfo(id, caller string, rec sessionRecord, labels map[string]string, used time.Time) contract.Session {
+	s := contract.Session{
+		ID: id, Lang: rec.Request.Lang, Runtime: rec.Request.Runtime, Image: rec.Request.ImageName(),
 		CreatedAt: rec.CreatedAt.UTC().Truncate(time.Second), ExpiresAt: rec.Deadline.UTC().Truncate(time.Second),
-		LastUsed: used.UTC().Truncate(time.Second), IdleTimeout: Seconds(rec.Idle),
+		LastUsed: used.UTC().Truncate(time.Second), IdleTimeout: contract.Seconds(rec.Idle),
 		Interpreter: interpreted(rec.Request.Lang), Caller: caller,
 	}
 	if d, ok := labelTime(labels, reaper.LabelSessionDeadline); ok {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 )
@@ -89,47 +90,47 @@ func (r *Runner) prepareForks(ctx context.Context, s *liveSession, n int, held b
 
 // startFork restores a prepared fork from its checkpoint and marks it
 // made, as openSession does a new session.
-func (r *Runner) startFork(ctx context.Context, f fork) (Session, error) {
+func (r *Runner) startFork(ctx context.Context, f fork) (contract.Session, error) {
 	sb := f.sb
 	if err := sb.create(ctx, f.rootfs); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
-	p, err := LookupPreset(sb.req.Lang)
+	p, err := contract.LookupPreset(sb.req.Lang)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	if err := sb.writeSupport(p); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	if err := sb.writeForkRecord(); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	if err := sb.to(stateRunning, stateCreated); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	opCtx := context.WithoutCancel(ctx)
 	err = sb.task.Start(opCtx)
 	sb.task.IO().Close()
 	if err != nil {
-		return Session{}, &runtimeError{step: "restoring a fork", err: err}
+		return contract.Session{}, &runtimeError{step: "restoring a fork", err: err}
 	}
 	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	now := time.Now()
 	if err := reaper.TouchSession(sb.runDir, now); err != nil {
-		return Session{}, fmt.Errorf("writing session record: %w", err)
+		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
 	made := map[string]string{reaper.LabelSessionMade: "true"}
 	if !sb.session.held {
 		made[reaper.LabelOwner] = ""
 	}
 	if _, err := sb.container.SetLabels(opCtx, made); err != nil {
-		return Session{}, fmt.Errorf("marking session made: %w", err)
+		return contract.Session{}, fmt.Errorf("marking session made: %w", err)
 	}
 	if len(r.keeper) > 0 && !sb.session.held {
 		if _, err := r.spawnKeeper(sb.runDir, sb.id, keeperHandoff{}); err != nil {
-			return Session{}, err
+			return contract.Session{}, err
 		}
 	}
 	rec := sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: now, Deadline: sb.session.deadline}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +29,7 @@ const maxListEntries = 10000
 // runs op; what op returns as a plain error of the file system is told in
 // the caller's terms (fsError).
 func (r *Runner) sessionOp(ctx context.Context, id, caller, p string, op func(*sessionFiles, *os.Root, sandboxPath) error) error {
-	sp, err := parseSandboxPath(FieldPath, p)
+	sp, err := parseSandboxPath(contract.FieldPath, p)
 	if err != nil {
 		return err
 	}
@@ -41,49 +43,7 @@ func (r *Runner) sessionOp(ctx context.Context, id, caller, p string, op func(*s
 		return err
 	}
 	defer root.Close()
-	return fsError(sp.abs, op(sf, root, sp))
-}
-
-// fsError tells an error of the file system about abs in the caller's
-// terms: not there, leading out of its root (a PathError that is also
-// not there: the same to the caller), exists, full, too long, or a
-// refusal naming the path (cut if long).
-func fsError(abs string, err error) error {
-	var fe *FieldError
-	var pe *PathError
-	shown := cutPath(abs)
-	switch {
-	case err == nil, errors.As(err, &fe), errors.As(err, &pe), errors.Is(err, ErrSessionNotFound), errors.Is(err, ErrFileExists), errors.Is(err, ErrFileNotFound), errors.Is(err, ErrSessionFull):
-		return err
-	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT):
-		return ErrSessionFull
-	case isEscape(err):
-		return &PathError{Field: FieldPath, Path: shown, Err: ErrLeadsOut}
-	case errors.Is(err, unix.ENAMETOOLONG):
-		return &PathError{Field: FieldPath, Path: shown, Err: ErrNameTooLong}
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ELOOP):
-		return fmt.Errorf("%s: %w", shown, ErrFileNotFound)
-	case errors.Is(err, fs.ErrExist), errors.Is(err, unix.ENOTEMPTY):
-		return fmt.Errorf("%s: %w", shown, ErrFileExists)
-	case errors.Is(err, unix.ENOTDIR):
-		return fieldErr(FieldPath, "%s: a part of it is not a directory", shown)
-	case errors.Is(err, unix.EISDIR):
-		return fieldErr(FieldPath, "%s is a directory", shown)
-	case errors.Is(err, unix.EINVAL):
-		return fieldErr(FieldPath, "%s: %v", shown, err)
-	case errors.Is(err, fs.ErrPermission):
-		return fieldErr(FieldPath, "%s: permission denied (the sandbox changed its mode)", shown)
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return fieldErr(FieldPath, "%s is held by a lease of a process in the sandbox: try again once it lets go", shown)
-	}
-	return err
-}
-
-// isEscape says whether err is os.Root's refusal of a name that leads out
-// of it (a symlink out, an absolute one).
-func isEscape(err error) bool {
-	var pe *fs.PathError
-	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes")
+	return box.FSError(sp.abs, op(sf, root, sp))
 }
 
 // ReadSessionPath returns the regular file at p (an absolute path in
@@ -92,7 +52,7 @@ func isEscape(err error) bool {
 func (r *Runner) ReadSessionPath(ctx context.Context, id, caller, p string, limit int64) ([]byte, error) {
 	var data []byte
 	err := r.sessionOp(ctx, id, caller, p, func(_ *sessionFiles, root *os.Root, sp sandboxPath) error {
-		f, err := openRegular(root, FieldPath, sp.rel, sp.abs, os.O_RDONLY, 0)
+		f, err := box.OpenRegular(root, contract.FieldPath, sp.rel, sp.abs, os.O_RDONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -101,7 +61,7 @@ func (r *Runner) ReadSessionPath(ctx context.Context, id, caller, p string, limi
 			return fmt.Errorf("reading %s: %w", sp.abs, err)
 		}
 		if int64(len(data)) > limit {
-			return fieldErr(FieldPath, "%s is larger than %d bytes, the most that can be read at once", cutPath(sp.abs), limit)
+			return contract.FieldErr(contract.FieldPath, "%s is larger than %d bytes, the most that can be read at once", contract.CutPath(sp.abs), limit)
 		}
 		return nil
 	})
@@ -111,11 +71,11 @@ func (r *Runner) ReadSessionPath(ctx context.Context, id, caller, p string, limi
 // WriteSessionPath writes what data holds to the file at p in session id
 // of caller, making it and the directories it lacks, the sandbox user's.
 // A file that is there is truncated and keeps its owner and mode.
-func (r *Runner) WriteSessionPath(ctx context.Context, id, caller, p string, data io.Reader) (FileEntry, error) {
-	var e FileEntry
+func (r *Runner) WriteSessionPath(ctx context.Context, id, caller, p string, data io.Reader) (contract.FileEntry, error) {
+	var e contract.FileEntry
 	err := r.sessionOp(ctx, id, caller, p, func(sf *sessionFiles, root *os.Root, sp sandboxPath) error {
 		if sp.rel == "." {
-			return fieldErr(FieldPath, "%s is a directory", sp.abs)
+			return contract.FieldErr(contract.FieldPath, "%s is a directory", sp.abs)
 		}
 		if _, err := sf.mkdirs(root, path.Dir(sp.rel)); err != nil {
 			return err
@@ -126,7 +86,7 @@ func (r *Runner) WriteSessionPath(ctx context.Context, id, caller, p string, dat
 		f, err := root.OpenFile(sp.rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NONBLOCK, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			created = false
-			f, err = openRegular(root, FieldPath, sp.rel, sp.abs, os.O_WRONLY, 0)
+			f, err = box.OpenRegular(root, contract.FieldPath, sp.rel, sp.abs, os.O_WRONLY, 0)
 		}
 		if err != nil {
 			return err
@@ -182,8 +142,8 @@ func (sf *sessionFiles) mkdirs(root *os.Root, rel string) (bool, error) {
 
 // StatSessionPath describes what p names in session id of caller; a
 // symlink is described, not followed.
-func (r *Runner) StatSessionPath(ctx context.Context, id, caller, p string) (FileEntry, error) {
-	var e FileEntry
+func (r *Runner) StatSessionPath(ctx context.Context, id, caller, p string) (contract.FileEntry, error) {
+	var e contract.FileEntry
 	err := r.sessionOp(ctx, id, caller, p, func(sf *sessionFiles, root *os.Root, sp sandboxPath) (err error) {
 		e, err = sf.entry(root, sp)
 		return err
@@ -192,19 +152,19 @@ func (r *Runner) StatSessionPath(ctx context.Context, id, caller, p string) (Fil
 }
 
 // entry describes sp, which root holds.
-func (sf *sessionFiles) entry(root *os.Root, sp sandboxPath) (FileEntry, error) {
+func (sf *sessionFiles) entry(root *os.Root, sp sandboxPath) (contract.FileEntry, error) {
 	st, err := root.Lstat(sp.rel)
 	if err != nil {
-		return FileEntry{}, err
+		return contract.FileEntry{}, err
 	}
-	e := FileEntry{
+	e := contract.FileEntry{
 		Name: path.Base(sp.abs), Path: sp.abs, Type: typeOf(st.Mode()), Size: st.Size(),
 		Mode: unixMode(st.Mode()), Permissions: st.Mode().String(), ModifiedAt: st.ModTime().UTC(),
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		e.UID, e.GID = sf.sandboxID(sys.Uid), sf.sandboxID(sys.Gid)
 	}
-	if e.Type == FileTypeSymlink {
+	if e.Type == contract.FileTypeSymlink {
 		e.SymlinkTarget, _ = root.Readlink(sp.rel)
 	}
 	return e, nil
@@ -214,13 +174,13 @@ func (sf *sessionFiles) entry(root *os.Root, sp sandboxPath) (FileEntry, error) 
 func typeOf(mode fs.FileMode) string {
 	switch {
 	case mode.IsRegular():
-		return FileTypeFile
+		return contract.FileTypeFile
 	case mode.IsDir():
-		return FileTypeDir
+		return contract.FileTypeDir
 	case mode&fs.ModeSymlink != 0:
-		return FileTypeSymlink
+		return contract.FileTypeSymlink
 	}
-	return FileTypeOther
+	return contract.FileTypeOther
 }
 
 // unixMode is mode's permission bits with setuid, setgid and sticky, as
@@ -239,11 +199,11 @@ func unixMode(mode fs.FileMode) uint32 {
 // directories in it down to depth levels (1: its own entries only),
 // sorted by path. Symlinks are listed, not followed (p itself may be one
 // to a directory inside its root).
-func (r *Runner) ListSessionDir(ctx context.Context, id, caller, p string, depth int) ([]FileEntry, error) {
+func (r *Runner) ListSessionDir(ctx context.Context, id, caller, p string, depth int) ([]contract.FileEntry, error) {
 	if depth < 1 {
-		return nil, fieldErr("depth", "must be at least 1, not %d", depth)
+		return nil, contract.FieldErr("depth", "must be at least 1, not %d", depth)
 	}
-	out := []FileEntry{}
+	out := []contract.FileEntry{}
 	err := r.sessionOp(ctx, id, caller, p, func(sf *sessionFiles, root *os.Root, sp sandboxPath) error {
 		return sf.list(root, sp, depth, &out)
 	})
@@ -254,7 +214,7 @@ func (r *Runner) ListSessionDir(ctx context.Context, id, caller, p string, depth
 	return out, nil
 }
 
-func (sf *sessionFiles) list(root *os.Root, sp sandboxPath, depth int, out *[]FileEntry) error {
+func (sf *sessionFiles) list(root *os.Root, sp sandboxPath, depth int, out *[]contract.FileEntry) error {
 	d, err := root.OpenFile(sp.rel, os.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
@@ -267,7 +227,7 @@ func (sf *sessionFiles) list(root *os.Root, sp sandboxPath, depth int, out *[]Fi
 	sort.Strings(names)
 	for _, name := range names {
 		if len(*out) >= maxListEntries {
-			return fieldErr("depth", "%s holds more than %d entries: list a directory further down, or fewer levels", sp.abs, maxListEntries)
+			return contract.FieldErr("depth", "%s holds more than %d entries: list a directory further down, or fewer levels", sp.abs, maxListEntries)
 		}
 		child := sandboxPath{abs: path.Join(sp.abs, name), rel: path.Join(sp.rel, name), root: sp.root}
 		e, err := sf.entry(root, child)
@@ -277,7 +237,7 @@ func (sf *sessionFiles) list(root *os.Root, sp sandboxPath, depth int, out *[]Fi
 			return err
 		}
 		*out = append(*out, e)
-		if e.Type == FileTypeDir && depth > 1 {
+		if e.Type == contract.FileTypeDir && depth > 1 {
 			if err := sf.list(root, child, depth-1, out); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
@@ -289,15 +249,15 @@ func (sf *sessionFiles) list(root *os.Root, sp sandboxPath, depth int, out *[]Fi
 // MakeSessionDir makes the directory p in session id of caller with the
 // parents it lacks, the sandbox user's, and says whether it made it (false:
 // it was there).
-func (r *Runner) MakeSessionDir(ctx context.Context, id, caller, p string) (FileEntry, bool, error) {
-	var e FileEntry
+func (r *Runner) MakeSessionDir(ctx context.Context, id, caller, p string) (contract.FileEntry, bool, error) {
+	var e contract.FileEntry
 	var made bool
 	err := r.sessionOp(ctx, id, caller, p, func(sf *sessionFiles, root *os.Root, sp sandboxPath) (err error) {
 		if made, err = sf.mkdirs(root, sp.rel); err != nil {
 			return err
 		}
-		if e, err = sf.entry(root, sp); err == nil && e.Type != FileTypeDir {
-			return fmt.Errorf("%s, and is not a directory: %w", sp.abs, ErrFileExists)
+		if e, err = sf.entry(root, sp); err == nil && e.Type != contract.FileTypeDir {
+			return fmt.Errorf("%s, and is not a directory: %w", sp.abs, contract.ErrFileExists)
 		}
 		return err
 	})
@@ -308,15 +268,15 @@ func (r *Runner) MakeSessionDir(ctx context.Context, id, caller, p string) (File
 // its roots to any other (they are one file system). to is replaced if
 // the kernel's rename would replace it (a file, a symlink, which is never
 // followed, an empty directory).
-func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to string) (FileEntry, error) {
+func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to string) (contract.FileEntry, error) {
 	dst, err := parseSandboxPath("to", to)
 	if err != nil {
-		return FileEntry{}, err
+		return contract.FileEntry{}, err
 	}
-	var e FileEntry
+	var e contract.FileEntry
 	err = r.sessionOp(ctx, id, caller, from, func(sf *sessionFiles, root *os.Root, src sandboxPath) error {
 		if src.rel == "." || dst.rel == "." {
-			return fieldErr("from", "%s and %s: a session's roots (/workspace, /tmp, %s) cannot be moved or replaced", src.abs, dst.abs, SessionHome)
+			return contract.FieldErr("from", "%s and %s: a session's roots (/workspace, /tmp, %s) cannot be moved or replaced", src.abs, dst.abs, contract.SessionHome)
 		}
 		dstRoot, err := sf.root(dst)
 		if err != nil {
@@ -332,24 +292,24 @@ func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to strin
 		defer srcDir.Close()
 		dstDir, err := dstRoot.OpenFile(path.Dir(dst.rel), os.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
-			return fsError(dst.abs, err)
+			return box.FSError(dst.abs, err)
 		}
 		defer dstDir.Close()
 		if err := unix.Renameat(int(srcDir.Fd()), path.Base(src.rel), int(dstDir.Fd()), path.Base(dst.rel)); err != nil {
 			switch {
 			case errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY):
-				return fmt.Errorf("%s: %w", dst.abs, ErrFileExists)
+				return fmt.Errorf("%s: %w", dst.abs, contract.ErrFileExists)
 			case errors.Is(err, unix.EISDIR):
-				return fieldErr("to", "%s is a directory, and %s is not: name the path it takes in it", dst.abs, src.abs)
+				return contract.FieldErr("to", "%s is a directory, and %s is not: name the path it takes in it", dst.abs, src.abs)
 			case errors.Is(err, unix.ENOTDIR):
-				return fieldErr("to", "%s is a directory, and %s is not", src.abs, dst.abs)
+				return contract.FieldErr("to", "%s is a directory, and %s is not", src.abs, dst.abs)
 			case errors.Is(err, unix.EINVAL):
-				return fieldErr("to", "%s is in %s: a directory cannot move into itself", dst.abs, src.abs)
+				return contract.FieldErr("to", "%s is in %s: a directory cannot move into itself", dst.abs, src.abs)
 			}
 			return err
 		}
 		e, err = sf.entry(dstRoot, dst)
-		return fsError(dst.abs, err)
+		return box.FSError(dst.abs, err)
 	})
 	return e, err
 }
@@ -359,7 +319,7 @@ func (r *Runner) MoveSessionPath(ctx context.Context, id, caller, from, to strin
 func (r *Runner) RemoveSessionPath(ctx context.Context, id, caller, p string) error {
 	return r.sessionOp(ctx, id, caller, p, func(_ *sessionFiles, root *os.Root, sp sandboxPath) error {
 		if sp.rel == "." {
-			return fieldErr(FieldPath, "%s is a root of the session: remove what it holds instead", sp.abs)
+			return contract.FieldErr(contract.FieldPath, "%s is a root of the session: remove what it holds instead", sp.abs)
 		}
 		if _, err := root.Lstat(sp.rel); err != nil {
 			return err

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +52,7 @@ func TestOpenPlanted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
-				f, err := openRegular(root, FieldPath, tc.rel, "/workspace/"+tc.rel, tc.flag, 0o644)
+				f, err := box.OpenRegular(root, contract.FieldPath, tc.rel, "/workspace/"+tc.rel, tc.flag, 0o644)
 				if f != nil {
 					f.Close()
 				}
@@ -58,8 +60,8 @@ func TestOpenPlanted(t *testing.T) {
 			}()
 			select {
 			case err := <-done:
-				var pe *PathError
-				if !errors.As(err, &pe) || !errors.Is(err, ErrNotRegular) || !errors.Is(err, ErrInvalid) || pe.Type != tc.typ {
+				var pe *contract.PathError
+				if !errors.As(err, &pe) || !errors.Is(err, contract.ErrNotRegular) || !errors.Is(err, contract.ErrInvalid) || pe.Type != tc.typ {
 					t.Fatalf("err = %v, want a PathError of a %s", err, tc.typ)
 				}
 				if want := "/workspace/" + tc.rel + " is a " + tc.typ + ", not a regular file"; !strings.HasPrefix(err.Error(), want) {
@@ -71,12 +73,12 @@ func TestOpenPlanted(t *testing.T) {
 			}
 		})
 	}
-	if _, err := openRegular(root, FieldPath, "d", "/workspace/d", os.O_RDONLY, 0); !errors.Is(err, syscall.EISDIR) {
+	if _, err := box.OpenRegular(root, contract.FieldPath, "d", "/workspace/d", os.O_RDONLY, 0); !errors.Is(err, syscall.EISDIR) {
 		t.Errorf("open a directory: %v, want EISDIR", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		r, err := openDirRoot(root, "fifo")
+		r, err := box.OpenDirRoot(root, "fifo")
 		if r != nil {
 			r.Close()
 		}
@@ -90,7 +92,7 @@ func TestOpenPlanted(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("openDirRoot of a FIFO waits")
 	}
-	sub, err := openDirRoot(root, "d")
+	sub, err := box.OpenDirRoot(root, "d")
 	must(err)
 	defer sub.Close()
 	must(sub.WriteFile("f", []byte("x"), 0o644))
@@ -104,13 +106,13 @@ func TestPathError(t *testing.T) {
 	long := "/workspace/" + strings.Repeat("é", 3000)
 	tests := []struct {
 		name     string
-		err      *PathError
+		err      *contract.PathError
 		is, isnt error
 		want     string
 	}{
-		{"not regular", &PathError{Path: "/tmp/p", Err: ErrNotRegular, Type: "FIFO"}, ErrInvalid, ErrFileNotFound, "/tmp/p is a FIFO, not a regular file"},
-		{"too long", &PathError{Path: cutPath(long), Err: ErrNameTooLong}, ErrInvalid, ErrFileNotFound, "/workspace/é"},
-		{"leads out", &PathError{Path: "/tmp/l/x", Err: ErrLeadsOut}, ErrFileNotFound, ErrInvalid, "/tmp/l/x: no such file in the session"},
+		{"not regular", &contract.PathError{Path: "/tmp/p", Err: contract.ErrNotRegular, Type: "FIFO"}, contract.ErrInvalid, contract.ErrFileNotFound, "/tmp/p is a FIFO, not a regular file"},
+		{"too long", &contract.PathError{Path: contract.CutPath(long), Err: contract.ErrNameTooLong}, contract.ErrInvalid, contract.ErrFileNotFound, "/workspace/é"},
+		{"leads out", &contract.PathError{Path: "/tmp/l/x", Err: contract.ErrLeadsOut}, contract.ErrFileNotFound, contract.ErrInvalid, "/tmp/l/x: no such file in the session"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,10 +124,10 @@ func TestPathError(t *testing.T) {
 			}
 		})
 	}
-	if got := cutPath("/tmp/short"); got != "/tmp/short" {
+	if got := contract.CutPath("/tmp/short"); got != "/tmp/short" {
 		t.Errorf("cutPath of a short path = %q", got)
 	}
-	if _, err := parseSandboxPath(FieldPath, long); !errors.Is(err, ErrNameTooLong) || len(err.Error()) > 400 {
+	if _, err := parseSandboxPath(contract.FieldPath, long); !errors.Is(err, contract.ErrNameTooLong) || len(err.Error()) > 400 {
 		t.Errorf("parseSandboxPath of %d bytes: %v", len(long), err)
 	}
 }

@@ -6,6 +6,7 @@ package runner
 
 import (
 	"context"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"io"
 )
 
@@ -15,34 +16,34 @@ func (r *Runner) ReadSessionPath(context.Context, string, string, string, int64)
 }
 
 // WriteSessionPath fails off Linux.
-func (r *Runner) WriteSessionPath(context.Context, string, string, string, io.Reader) (FileEntry, error) {
-	return FileEntry{}, ErrNotLinux
+func (r *Runner) WriteSessionPath(context.Context, string, string, string, io.Reader) (contract.FileEntry, error) {
+	return contract.FileEntry{}, ErrNotLinux
 }
 
 // StatSessionPath fails off Linux.
-func (r *Runner) StatSessionPath(context.Context, string, string, string) (FileEntry, error) {
-	return FileEntry{}, ErrNotLinux
+func (r *Runner) StatSessionPath(context.Context, string, string, string) (contract.FileEntry, error) {
+	return contract.FileEntry{}, ErrNotLinux
 }
 
 // ListSessionDir fails off Linux.
-func (r *Runner) ListSessionDir(context.Context, string, string, string, int) ([]FileEntry, error) {
+func (r *Runner) ListSessionDir(context.Context, string, string, string, int) ([]contract.FileEntry, error) {
 	return nil, ErrNotLinux
 }
 
 // MakeSessionDir fails off Linux.
-func (r *Runner) MakeSessionDir(context.Context, string, string, string) (FileEntry, bool, error) {
-	return FileEntry{}, false, ErrNotLinux
+func (r *Runner) MakeSessionDir(context.Context, string, string, string) (contract.FileEntry, bool, error) {
+	return contract.FileEntry{}, false, ErrNotLinux
 }
 
 // MoveSessionPath fails off Linux.
-func (r *Runner) MoveSessionPath(context.Context, string, string, string, string) (FileEntry, error) {
-	return FileEntry{}, ErrNotLinux
+func (r *Runner) MoveSessionPath(context.Context, string, string, string, string) (contract.FileEntry, error) {
+	return contract.FileEntry{}, ErrNotLinux
 }
 
 // RemoveSessionPath fails off Linux.
 func (r *Runner) RemoveSessionPath(context.Context, string, string, string) error { return ErrNotLinux }
 
 // WatchSessionDir fails off Linux.
-func (r *Runner) WatchSessionDir(context.Context, string, string, string, bool) (*SessionWatch, error) {
+func (r *Runner) WatchSessionDir(context.Context, string, string, string, bool) (*contract.SessionWatch, error) {
 	return nil, ErrNotLinux
 }

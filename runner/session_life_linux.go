@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -32,11 +33,11 @@ import (
 
 // PauseSession freezes session id of caller ("" for any). Pausing a paused
 // session changes nothing.
-func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ contract.Session, retErr error) {
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	defer unlock()
 	if s.paused {
@@ -44,17 +45,17 @@ func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ Session
 	}
 	task, err := s.loadTask(ctx)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	opCtx := context.WithoutCancel(ctx)
 	if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: strconv.FormatInt(time.Now().Unix(), 10)}); err != nil {
-		return Session{}, fmt.Errorf("marking session %s paused: %w", id, err)
+		return contract.Session{}, fmt.Errorf("marking session %s paused: %w", id, err)
 	}
 	if err := task.Pause(opCtx); err != nil {
 		if _, lerr := s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: ""}); lerr != nil {
 			log.G(ctx).WithError(lerr).Warnf("unmarking session %s paused", id)
 		}
-		return Session{}, &runtimeError{step: "pausing session", err: err}
+		return contract.Session{}, &runtimeError{step: "pausing session", err: err}
 	}
 	return s.info(), nil
 }
@@ -62,11 +63,11 @@ func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ Session
 // ResumeSession thaws session id of caller ("" for any): its processes go
 // on from where they were, and its idle clock starts again from now.
 // Resuming a session that runs changes nothing.
-func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ contract.Session, retErr error) {
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	defer unlock()
 	if s.labels[reaper.LabelSessionCheckpointed] != "" {
@@ -74,22 +75,22 @@ func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ Sessio
 	}
 	task, err := s.loadTask(ctx)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	opCtx := context.WithoutCancel(ctx)
 	// Used now before the label goes: a sweep in between must not find
 	// it idle since before the pause.
 	s.touch(ctx, time.Now())
 	if st, err := task.Status(opCtx); err != nil {
-		return Session{}, fmt.Errorf("reading session %s's state: %w", id, err)
+		return contract.Session{}, fmt.Errorf("reading session %s's state: %w", id, err)
 	} else if st.Status == containerd.Paused || st.Status == containerd.Pausing {
 		if err := task.Resume(opCtx); err != nil {
-			return Session{}, &runtimeError{step: "resuming session", err: err}
+			return contract.Session{}, &runtimeError{step: "resuming session", err: err}
 		}
 	}
 	if s.paused {
 		if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: ""}); err != nil {
-			return Session{}, fmt.Errorf("marking session %s resumed: %w", id, err)
+			return contract.Session{}, fmt.Errorf("marking session %s resumed: %w", id, err)
 		}
 		s.paused = false
 	}
@@ -101,14 +102,14 @@ func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ Sessio
 // Its end may not pass its backstop, the latest its sandbox was made to
 // live (its maker's maximum lifetime after it was made), nor smax's
 // Lifetime after it was made. A paused session's time runs too.
-func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeout time.Duration, smax SessionMaxima) (_ Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeout time.Duration, smax contract.SessionMaxima) (_ contract.Session, retErr error) {
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	if timeout < time.Second {
-		return Session{}, fieldErr(FieldTimeout, "must be at least 1s: the time the session has left (to end it now, remove it)")
+		return contract.Session{}, contract.FieldErr(contract.FieldTimeout, "must be at least 1s: the time the session has left (to end it now, remove it)")
 	}
 	s, err := r.findSession(ctx, id, caller, false)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	latest := s.rec.Backstop
 	if latest.IsZero() {
@@ -121,15 +122,15 @@ func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeo
 	}
 	deadline := time.Now().Add(timeout)
 	if deadline.After(latest) {
-		return Session{}, fieldErr(FieldTimeout, "%s from now is past the latest this session may live, %s (its maximum lifetime after it started): ask for at most %s",
+		return contract.Session{}, contract.FieldErr(contract.FieldTimeout, "%s from now is past the latest this session may live, %s (its maximum lifetime after it started): ask for at most %s",
 			timeout, latest.UTC().Format(time.RFC3339), time.Until(latest).Truncate(time.Second))
 	}
 	opCtx := context.WithoutCancel(ctx)
 	if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionDeadline: strconv.FormatInt(deadline.Unix(), 10)}); err != nil {
 		if errdefs.IsNotFound(err) {
-			return Session{}, &SessionEndedError{ID: id, Reason: reaper.EndRemoved}
+			return contract.Session{}, &contract.SessionEndedError{ID: id, Reason: reaper.EndRemoved}
 		}
-		return Session{}, fmt.Errorf("setting session %s's deadline: %w", id, err)
+		return contract.Session{}, fmt.Errorf("setting session %s's deadline: %w", id, err)
 	}
 	// The record follows the label, which is what every process reads.
 	s.rec.Deadline = time.Unix(deadline.Unix(), 0)
@@ -143,19 +144,19 @@ func (r *Runner) SetSessionTimeout(ctx context.Context, id, caller string, timeo
 
 // SessionStats reads the figures of session id of caller ("" for any),
 // paused or not. Asking is no use of it: its idle clock runs on.
-func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionStats, error) {
+func (r *Runner) SessionStats(ctx context.Context, id, caller string) (contract.SessionStats, error) {
 	s, err := r.findSession(ctx, id, caller, false)
 	if err != nil {
-		return SessionStats{}, r.fault(ctx, err)
+		return contract.SessionStats{}, r.Fault(ctx, err)
 	}
 	// A checkpointed one has no sandbox, and uses no CPU or memory.
 	var st cgroups.Stats
 	if s.labels[reaper.LabelSessionCheckpointed] == "" {
-		if st, err = cgroups.ReadStats(r.cgroups, reaper.CgroupsPath(r.namespace, id)); err != nil {
-			return SessionStats{}, fmt.Errorf("reading session %s's figures: %w", id, err)
+		if st, err = cgroups.ReadStats(r.Cgroups, reaper.CgroupsPath(r.Namespace, id)); err != nil {
+			return contract.SessionStats{}, fmt.Errorf("reading session %s's figures: %w", id, err)
 		}
 	}
-	out := SessionStats{
+	out := contract.SessionStats{
 		ID: id, At: time.Now().UTC(), Paused: s.paused, Checkpointed: s.labels[reaper.LabelSessionCheckpointed] != "",
 		CPUTimeMs:   float64(st.CPUTimeNs/1000) / 1000,
 		MemoryBytes: st.MemoryBytes, MemoryPeakBytes: st.MemoryPeakBytes, MemoryLimitBytes: s.rec.Request.MemoryBytes,
@@ -163,16 +164,16 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 	// /workspace, /tmp and /home/user are one tmpfs, mounted on the host.
 	var fs unix.Statfs_t
 	if err := unix.Statfs(reaper.FilesDir(s.runDir), &fs); err != nil {
-		return SessionStats{}, fmt.Errorf("reading session %s's files: %w", id, err)
+		return contract.SessionStats{}, fmt.Errorf("reading session %s's files: %w", id, err)
 	}
 	out.DiskLimitBytes = fs.Blocks * uint64(fs.Bsize)
 	out.DiskUsedBytes = (fs.Blocks - fs.Bfree) * uint64(fs.Bsize)
 	if len(s.rec.Request.AllowHosts) > 0 {
 		n, err := r.SessionNetwork(ctx, id, caller)
 		if err != nil {
-			return SessionStats{}, err
+			return contract.SessionStats{}, err
 		}
-		out.Network = &NetworkStats{SentBytes: uint64(n.BytesOut), ReceivedBytes: uint64(n.BytesIn)}
+		out.Network = &contract.NetworkStats{SentBytes: uint64(n.BytesOut), ReceivedBytes: uint64(n.BytesIn)}
 	}
 	return out, nil
 }
@@ -182,12 +183,12 @@ func (r *Runner) SessionStats(ctx context.Context, id, caller string) (SessionSt
 func (s *liveSession) reload(ctx context.Context) error {
 	labels, err := s.c.Labels(ctx)
 	if errdefs.IsNotFound(err) {
-		return &SessionEndedError{ID: s.id, Reason: reaper.EndRemoved}
+		return &contract.SessionEndedError{ID: s.id, Reason: reaper.EndRemoved}
 	} else if err != nil {
 		return fmt.Errorf("loading session %s: %w", s.id, err)
 	}
 	if reason, ok := reaper.BeingEnded(labels); ok {
-		return &SessionEndedError{ID: s.id, Reason: reason}
+		return &contract.SessionEndedError{ID: s.id, Reason: reason}
 	}
 	s.labels, s.paused = labels, labels[reaper.LabelSessionPaused] != ""
 	return nil
@@ -199,13 +200,13 @@ func (s *liveSession) notPaused(ctx context.Context) error {
 		return err
 	}
 	if s.paused {
-		return &SessionPausedError{ID: s.id}
+		return &contract.SessionPausedError{ID: s.id}
 	}
 	return nil
 }
 
 // info describes the session as its labels say now.
-func (s *liveSession) info() Session {
+func (s *liveSession) info() contract.Session {
 	return sessionInfo(s.id, s.labels[reaper.LabelSession], s.rec, s.labels, reaper.LastUsed(s.labels, s.runDir))
 }
 

@@ -6,35 +6,36 @@ package runner
 
 import (
 	"context"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"time"
 )
 
 // PauseSession needs Linux.
-func (r *Runner) PauseSession(context.Context, string, string) (Session, error) {
-	return Session{}, ErrNotLinux
+func (r *Runner) PauseSession(context.Context, string, string) (contract.Session, error) {
+	return contract.Session{}, ErrNotLinux
 }
 
 // ResumeSession needs Linux.
-func (r *Runner) ResumeSession(context.Context, string, string) (Session, error) {
-	return Session{}, ErrNotLinux
+func (r *Runner) ResumeSession(context.Context, string, string) (contract.Session, error) {
+	return contract.Session{}, ErrNotLinux
 }
 
 // SetSessionTimeout needs Linux.
-func (r *Runner) SetSessionTimeout(context.Context, string, string, time.Duration, SessionMaxima) (Session, error) {
-	return Session{}, ErrNotLinux
+func (r *Runner) SetSessionTimeout(context.Context, string, string, time.Duration, contract.SessionMaxima) (contract.Session, error) {
+	return contract.Session{}, ErrNotLinux
 }
 
 // SessionStats needs Linux.
-func (r *Runner) SessionStats(context.Context, string, string) (SessionStats, error) {
-	return SessionStats{}, ErrNotLinux
+func (r *Runner) SessionStats(context.Context, string, string) (contract.SessionStats, error) {
+	return contract.SessionStats{}, ErrNotLinux
 }
 
 // CheckpointSession needs Linux.
-func (r *Runner) CheckpointSession(context.Context, string, string) (Session, error) {
-	return Session{}, ErrNotLinux
+func (r *Runner) CheckpointSession(context.Context, string, string) (contract.Session, error) {
+	return contract.Session{}, ErrNotLinux
 }
 
 // ForkSession needs Linux.
-func (r *Runner) ForkSession(context.Context, string, string, int, bool, SessionMaxima) ([]Session, error) {
+func (r *Runner) ForkSession(context.Context, string, string, int, bool, contract.SessionMaxima) ([]contract.Session, error) {
 	return nil, ErrNotLinux
 }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -99,10 +101,10 @@ type sessionMeta struct {
 // sessionRecord is a session's request, in its run directory. Deadline
 // is the one it was made with: the label holds the current one.
 type sessionRecord struct {
-	Request   Request       `json:"request"`
-	Idle      time.Duration `json:"idle"`
-	CreatedAt time.Time     `json:"created_at"`
-	Deadline  time.Time     `json:"deadline"`
+	Request   contract.Request `json:"request"`
+	Idle      time.Duration    `json:"idle"`
+	CreatedAt time.Time        `json:"created_at"`
+	Deadline  time.Time        `json:"deadline"`
 	// Backstop is zero in the record of a session made by a boxer before
 	// it: its sandbox ends itself at its Deadline.
 	Backstop time.Time `json:"backstop,omitzero"`
@@ -119,20 +121,20 @@ type sessionRecord struct {
 // streams the task's: on gVisor, whose restore from a checkpoint kills
 // every process exec'd into the sandbox (session_snapshot_linux.go). On
 // runc it stays an exec beside a sleep, as sessions made before it.
-func driverFirst(req Request) bool {
+func driverFirst(req contract.Request) bool {
 	return req.Runtime == "runsc" && interpreted(req.Lang)
 }
 
 // shape makes spec a session's: its first process waits for the backstop,
 // or (driverFirst) is its interpreter, ended at the backstop; a fork's is
 // the one its checkpoint was made with. labels get the session's.
-func (m *sessionMeta) shape(spec *specs.Spec, req Request, secretEnv []string, labels map[string]string) error {
+func (m *sessionMeta) shape(spec *specs.Spec, req contract.Request, secretEnv []string, labels map[string]string) error {
 	secs := strconv.FormatInt(int64(time.Until(m.backstop)/time.Second)+1, 10)
 	switch {
 	case m.restoreArgs != nil:
 		spec.Process.Args = m.restoreArgs
 	case driverFirst(req):
-		p, err := LookupPreset(req.Lang)
+		p, err := contract.LookupPreset(req.Lang)
 		if err != nil {
 			return err
 		}
@@ -187,39 +189,39 @@ func validSessionID(id string) bool {
 
 // CreateSession makes a session and returns it once it runs (its
 // interpreter may still be starting: the first call waits for it).
-func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxima, smax SessionMaxima) (_ Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
-	req, idle, lifetime, err := sr.normalize(max, smax)
+func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, max contract.Maxima, smax contract.SessionMaxima) (_ contract.Session, retErr error) {
+	defer func() { retErr = r.Fault(ctx, retErr) }()
+	req, idle, lifetime, err := sr.Normalize(max, smax)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	id := r.newSessionID()
 	release, err := r.sessionRoom(ctx, smax, sr.Caller, id, 1)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	defer release()
-	if req.egress() && len(r.keeper) == 0 {
-		return Session{}, fieldErr(FieldAllowHosts, "needs the session's keeper to serve its network, which this boxer cannot start: use the boxer binary")
+	if req.HasEgress() && len(r.keeper) == 0 {
+		return contract.Session{}, contract.FieldErr(contract.FieldAllowHosts, "needs the session's keeper to serve its network, which this boxer cannot start: use the boxer binary")
 	}
 	if len(req.Secrets) > 0 && len(r.keeper) == 0 {
-		return Session{}, fieldErr(FieldSecrets, "%v", errSecretsKeeper)
+		return contract.Session{}, contract.FieldErr(contract.FieldSecrets, "%v", errSecretsKeeper)
 	}
 	if err := r.checkSecretsAvailable(req); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	if s, ok := r.claimReady(ctx, sr, req, idle, lifetime); ok {
 		return s, nil
 	}
 	rootfs, err := r.rootfsFor(ctx, req)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	now := time.Now()
 	sb := r.newSandbox(id, req, false)
 	// normalize capped lifetime at the maximum: the backstop is after the
 	// deadline.
-	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime))
+	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))
 	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
 	err = sb.make(ctx, rootfs)
 	if err == nil {
@@ -235,11 +237,11 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 		}
 		var rt *runtimeError
 		if errors.As(err, &rt) {
-			if _, detail, ok := execFailure(rt.Error()); ok {
+			if _, detail, ok := contract.ExecFailure(rt.Error()); ok {
 				err = fmt.Errorf("the session's image cannot run it: %s", detail)
 			}
 		}
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	// The keeper of one that lives on its own ends it on time with no
 	// other boxer process running (a held one's holder does); a command
@@ -249,14 +251,14 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 	ks, err := sb.keeperSecrets()
 	switch {
 	case err != nil:
-		return Session{}, errors.Join(err, sb.destroy(ctx))
+		return contract.Session{}, errors.Join(err, sb.destroy(ctx))
 	case sb.link != nil:
 		if err := r.handLink(ctx, sb, ks); err != nil {
-			return Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
+			return contract.Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
 		}
 	case ks != nil:
 		if err := r.handKeeper(ctx, sb, keeperHandoff{secrets: ks}); err != nil {
-			return Session{}, errors.Join(fmt.Errorf("handing the session's secrets to its keeper: %w", err), sb.destroy(ctx))
+			return contract.Session{}, errors.Join(fmt.Errorf("handing the session's secrets to its keeper: %w", err), sb.destroy(ctx))
 		}
 	case len(r.keeper) > 0 && !sr.Held:
 		if _, err := r.spawnKeeper(sb.runDir, sb.id, keeperHandoff{}); err != nil {
@@ -270,7 +272,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr SessionRequest, max Maxim
 // first process and its interpreter, and marks it made, letting go of it
 // unless it is held.
 func (sb *sandbox) openSession(ctx context.Context) error {
-	p, err := LookupPreset(sb.req.Lang)
+	p, err := contract.LookupPreset(sb.req.Lang)
 	if err != nil {
 		return err
 	}
@@ -286,11 +288,11 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	}
 	uid, gid := sb.hostIDs()
 	if sb.req.CopyIn != "" {
-		if err := copyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+		if err := box.CopyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	if err := writeFiles(sb.dirs.Workspace, sb.req.Files, uid, gid); err != nil {
+	if err := box.WriteFiles(sb.dirs.Workspace, sb.req.Files, uid, gid); err != nil {
 		return err
 	}
 	if err := sb.to(stateRunning, stateCreated); err != nil {
@@ -338,14 +340,14 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 		return fmt.Errorf("marking session made: %w", err)
 	}
 	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
-		return &SessionEndedError{ID: sb.id, Reason: reason}
+		return &contract.SessionEndedError{ID: sb.id, Reason: reason}
 	}
 	return nil
 }
 
 // writeSupport writes the session's support files in its code directory:
 // its preset's, and its interpreter's.
-func (sb *sandbox) writeSupport(p Preset) error {
+func (sb *sandbox) writeSupport(p contract.Preset) error {
 	support := maps.Clone(p.Support)
 	if support == nil {
 		support = map[string]string{}
@@ -374,11 +376,11 @@ func (r *Runner) endedWhileMade(ctx context.Context, sb *sandbox) error {
 	info, err := sb.container.Info(cctx)
 	switch {
 	case errdefs.IsNotFound(err):
-		return &SessionEndedError{ID: sb.id, Reason: reaper.EndRemoved}
+		return &contract.SessionEndedError{ID: sb.id, Reason: reaper.EndRemoved}
 	case err != nil:
 		return nil
 	case info.Labels[reaper.LabelSessionEnding] != "":
-		return &SessionEndedError{ID: sb.id, Reason: info.Labels[reaper.LabelSessionEnding]}
+		return &contract.SessionEndedError{ID: sb.id, Reason: info.Labels[reaper.LabelSessionEnding]}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/containerd/log"
 )
 
@@ -89,7 +90,7 @@ func readSessionNet(runDir string) (sessionNet, error) {
 	var rec sessionNet
 	data, err := os.ReadFile(filepath.Join(runDir, sessionNetFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return rec, ErrNoNetwork
+		return rec, contract.ErrNoNetwork
 	} else if err != nil {
 		return rec, err
 	}
@@ -113,7 +114,7 @@ func inheritedKeeperLock() *os.File {
 // handed on: with them, the gateway injects their headers.
 func (r *Runner) keeperGateway(runDir string, ks *keeperSecrets) (*egress.Gateway, error) {
 	rec, err := readSessionNet(runDir)
-	if errors.Is(err, ErrNoNetwork) {
+	if errors.Is(err, contract.ErrNoNetwork) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -175,9 +176,9 @@ func (r *Runner) SessionNetwork(ctx context.Context, id, caller string) (egress.
 // are checked against it, those open stay; an empty list cuts the
 // network (the gateway stays, allowing nothing). It returns the report
 // under the new list.
-func (r *Runner) SetSessionAllow(ctx context.Context, id, caller string, hosts []string, max Maxima) (egress.Report, error) {
-	req := Request{AllowHosts: hosts}
-	if err := req.withinAllowlist(max.AllowHosts); err != nil {
+func (r *Runner) SetSessionAllow(ctx context.Context, id, caller string, hosts []string, max contract.Maxima) (egress.Report, error) {
+	req := contract.Request{AllowHosts: hosts}
+	if err := req.WithinAllowlist(max.AllowHosts); err != nil {
 		return egress.Report{}, err
 	}
 	var rep egress.Report
@@ -199,7 +200,7 @@ func (k *keeper) netRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("PUT /network/allow", func(w http.ResponseWriter, r *http.Request) {
 		var hosts []string
 		if err := json.NewDecoder(r.Body).Decode(&hosts); err != nil {
-			keeperError(w, fieldErr(FieldAllowHosts, "bad list: %v", err))
+			keeperError(w, contract.FieldErr(contract.FieldAllowHosts, "bad list: %v", err))
 			return
 		}
 		if k.gw == nil {
@@ -219,7 +220,7 @@ func (k *keeper) noGateway() error {
 	if k.gwErr != nil {
 		return fmt.Errorf("the session's gateway is not running: %w", k.gwErr)
 	}
-	return ErrNoNetwork
+	return contract.ErrNoNetwork
 }
 
 // setAllow puts hosts in force and in the record, for a keeper started
@@ -227,7 +228,7 @@ func (k *keeper) noGateway() error {
 func (k *keeper) setAllow(hosts []string) error {
 	policy, err := egress.ParsePolicy(hosts)
 	if err != nil {
-		return fieldErr(FieldAllowHosts, "%v", err)
+		return contract.FieldErr(contract.FieldAllowHosts, "%v", err)
 	}
 	k.netMu.Lock()
 	defer k.netMu.Unlock()

@@ -20,6 +20,8 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 )
 
 // makeLoopback gives a gVisor session a network namespace of its own with
@@ -46,7 +48,7 @@ func (sb *sandbox) makeLoopback() error {
 // the connection is never made in the host's network.
 func (r *Runner) DialPort(ctx context.Context, id, caller string, port int) (net.Conn, error) {
 	if port < 1 || port > 65535 {
-		return nil, fieldErr(FieldPort, "must be a TCP port from 1 to 65535, not %d", port)
+		return nil, contract.FieldErr(contract.FieldPort, "must be a TCP port from 1 to 65535, not %d", port)
 	}
 	s, err := r.loadSession(ctx, id, caller, false)
 	if err != nil {
@@ -60,7 +62,7 @@ func (r *Runner) DialPort(ctx context.Context, id, caller string, port int) (net
 	c, err := egress.DialIn(ctx, ns, "tcp", "127.0.0.1:"+strconv.Itoa(port))
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		return nil, &PortError{ID: id, Port: port, Reason: errno.Error()}
+		return nil, &contract.PortError{ID: id, Port: port, Reason: errno.Error()}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting to port %d in session %s: %w", port, id, err)
@@ -75,11 +77,11 @@ func (r *Runner) DialPort(ctx context.Context, id, caller string, port int) (net
 // between the two, and exits: 0 once the sandbox has connected, else
 // non-zero saying why (as measured with gVisor of 2026-09-05).
 func (r *Runner) dialRunsc(ctx context.Context, s *liveSession, port int) (net.Conn, error) {
-	bin, err := runscBinary()
+	bin, err := box.RunscBinary()
 	if err != nil {
 		return nil, err
 	}
-	wrapper, err := r.runscWrapper(bin, true)
+	wrapper, err := r.RunscWrapper(bin, true)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func (r *Runner) dialRunsc(ctx context.Context, s *liveSession, port int) (net.C
 	}
 	// Closing it removes its file: once runsc has connected, or failed.
 	defer ln.Close()
-	cmd := exec.Command(wrapper, "--root", filepath.Join(reaper.RuncRoot, r.namespace), "port-forward", "--stream", sock, s.id, strconv.Itoa(port))
+	cmd := exec.Command(wrapper, "--root", filepath.Join(reaper.RuncRoot, r.Namespace), "port-forward", "--stream", sock, s.id, strconv.Itoa(port))
 	stderr := &tailBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -134,7 +136,7 @@ func (r *Runner) dialRunsc(ctx context.Context, s *liveSession, port int) (net.C
 	_ = cmd.Process.Kill()
 	if reason := stderr.reason(); reason != "" {
 		if strings.Contains(reason, "connection refused") {
-			return nil, &PortError{ID: s.id, Port: port, Reason: "connection refused"}
+			return nil, &contract.PortError{ID: s.id, Port: port, Reason: "connection refused"}
 		}
 		err = fmt.Errorf("runsc: %s", reason)
 	}

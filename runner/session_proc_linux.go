@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner/contract"
 	"golang.org/x/sys/unix"
 )
 
@@ -152,11 +153,11 @@ func lastLine(file string) string {
 // StartProcess starts a command in session id of caller ("" for any) and
 // returns it once it runs; AttachProcess follows its output. Past the
 // caller's ceiling on processes it is refused with a LimitError.
-func (r *Runner) StartProcess(ctx context.Context, id, caller string, req ProcessRequest) (ProcessInfo, error) {
-	if err := req.check(); err != nil {
-		return ProcessInfo{}, err
+func (r *Runner) StartProcess(ctx context.Context, id, caller string, req contract.ProcessRequest) (contract.ProcessInfo, error) {
+	if err := req.Check(); err != nil {
+		return contract.ProcessInfo{}, err
 	}
-	var info ProcessInfo
+	var info contract.ProcessInfo
 	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
 		// Counted until its keeper counts it.
 		release, err := r.holdProcess(ctx, caller, true)
@@ -170,8 +171,8 @@ func (r *Runner) StartProcess(ctx context.Context, id, caller string, req Proces
 }
 
 // Processes lists session id's processes, running and ended.
-func (r *Runner) Processes(ctx context.Context, id, caller string) ([]ProcessInfo, error) {
-	var out []ProcessInfo
+func (r *Runner) Processes(ctx context.Context, id, caller string) ([]contract.ProcessInfo, error) {
+	var out []contract.ProcessInfo
 	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
 		return kc.call(ctx, "GET", "/processes", nil, nil, &out)
 	})
@@ -199,7 +200,7 @@ func (r *Runner) SendStdin(ctx context.Context, id, caller, ref string, in io.Re
 }
 
 // ResizeProcess changes the size of process ref's terminal.
-func (r *Runner) ResizeProcess(ctx context.Context, id, caller, ref string, size TermSize) error {
+func (r *Runner) ResizeProcess(ctx context.Context, id, caller, ref string, size contract.TermSize) error {
 	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
 		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/resize", nil, jsonBody(size), nil)
 	})
@@ -210,7 +211,7 @@ func (r *Runner) ResizeProcess(ctx context.Context, id, caller, ref string, size
 // process's end (the last event has End) or ctx's. A caller's stream
 // of it is held by its adapter (HoldStream), from before the process
 // starts for a stream that starts it.
-func (r *Runner) AttachProcess(ctx context.Context, id, caller, ref string, from int64, fn func(ProcessEvent) error) error {
+func (r *Runner) AttachProcess(ctx context.Context, id, caller, ref string, from int64, fn func(contract.ProcessEvent) error) error {
 	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
 		resp, err := kc.do(ctx, "GET", "/processes/"+url.PathEscape(ref)+"/output", url.Values{"from": {strconv.FormatInt(from, 10)}}, nil)
 		if err != nil {
@@ -219,7 +220,7 @@ func (r *Runner) AttachProcess(ctx context.Context, id, caller, ref string, from
 		defer resp.Body.Close()
 		dec := json.NewDecoder(bufio.NewReader(resp.Body))
 		for {
-			var ev ProcessEvent
+			var ev contract.ProcessEvent
 			if err := dec.Decode(&ev); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -264,7 +265,7 @@ func newKeeperClient(sock string) *keeperClient {
 func (kc *keeperClient) alive(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	var out []ProcessInfo
+	var out []contract.ProcessInfo
 	return kc.call(ctx, "GET", "/processes", nil, nil, &out) == nil
 }
 
@@ -289,11 +290,11 @@ func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Value
 		}
 		switch {
 		case f.NotFound:
-			return nil, ErrProcessNotFound
+			return nil, contract.ErrProcessNotFound
 		case f.NoNetwork:
-			return nil, ErrNoNetwork
+			return nil, contract.ErrNoNetwork
 		case f.Field != "":
-			return nil, &FieldError{Field: f.Field, Message: f.Error, Forbidden: f.Forbidden}
+			return nil, &contract.FieldError{Field: f.Field, Message: f.Error, Forbidden: f.Forbidden}
 		}
 		return nil, errors.New(f.Error)
 	}

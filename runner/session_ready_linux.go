@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
 )
@@ -48,16 +49,16 @@ type readyPool struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	smax   SessionMaxima
+	smax   contract.SessionMaxima
 	maxAge time.Duration
-	shapes map[Shape]*readyShape
+	shapes map[contract.Shape]*readyShape
 	// claimed counts the sessions requests took.
 	claimed atomic.Int64
 }
 
 // readyShape keeps size ready sessions of one request's shape.
 type readyShape struct {
-	req  Request
+	req  contract.Request
 	size int
 	mu   sync.Mutex
 	// ready are the sessions made, oldest first.
@@ -76,16 +77,16 @@ type readySession struct {
 // request of that language whose limits are the defaults within max, each
 // replaced once it is maxAge old (0: DefaultReadyMaxAge), until Close.
 // Sessions of another shape are made when asked for.
-func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size int, maxAge time.Duration, max Maxima, smax SessionMaxima) error {
+func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size int, maxAge time.Duration, max contract.Maxima, smax contract.SessionMaxima) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &readyPool{ctx: ctx, cancel: cancel, smax: smax, maxAge: or(maxAge, DefaultReadyMaxAge), shapes: map[Shape]*readyShape{}}
+	p := &readyPool{ctx: ctx, cancel: cancel, smax: smax, maxAge: contract.Or(maxAge, contract.DefaultReadyMaxAge), shapes: map[contract.Shape]*readyShape{}}
 	for _, entry := range langs {
 		req, err := poolRequest(entry, max)
-		if err == nil && req.egress() {
-			err = fieldErr(FieldLang, "ready session entry %q must be LANG[:RUNTIME]: a session with a network is made when asked for", entry)
+		if err == nil && req.HasEgress() {
+			err = contract.FieldErr(contract.FieldLang, "ready session entry %q must be LANG[:RUNTIME]: a session with a network is made when asked for", entry)
 		}
 		if err != nil {
 			cancel()
@@ -161,7 +162,7 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 
 // makeReady makes a ready session of req's shape and waits until its
 // interpreter has imported its preset's Preload modules.
-func (r *Runner) makeReady(ctx context.Context, req Request, smax SessionMaxima, maxAge time.Duration) (_ *sandbox, retErr error) {
+func (r *Runner) makeReady(ctx context.Context, req contract.Request, smax contract.SessionMaxima, maxAge time.Duration) (_ *sandbox, retErr error) {
 	rootfs, err := r.rootfsFor(ctx, req)
 	if err != nil {
 		return nil, err
@@ -171,7 +172,7 @@ func (r *Runner) makeReady(ctx context.Context, req Request, smax SessionMaxima,
 	// Its sandbox lives as long as a session claimed at its oldest may:
 	// the claim sets the deadline, within the backstop a fresh one would
 	// have.
-	backstop := now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime) + maxAge + time.Minute)
+	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime) + maxAge + time.Minute)
 	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: maxAge}
 	defer func() {
 		if retErr != nil {
@@ -229,21 +230,21 @@ func preloadDriver(ctx context.Context, runDir string, modules []string) error {
 }
 
 // readyFor says whether sr may take a ready session.
-func (sr SessionRequest) readyFor() bool {
+func readyFor(sr contract.SessionRequest) bool {
 	return sr.Held && !sr.NoPreload && len(sr.Files) == 0 && sr.CopyIn == ""
 }
 
 // claimReady takes a ready session of req's shape for sr, if one is
 // there, and makes it sr's: ok is false when there is none (or the one
 // taken failed, which it removes), and the session is to be made.
-func (r *Runner) claimReady(ctx context.Context, sr SessionRequest, req Request, idle, lifetime time.Duration) (Session, bool) {
+func (r *Runner) claimReady(ctx context.Context, sr contract.SessionRequest, req contract.Request, idle, lifetime time.Duration) (contract.Session, bool) {
 	p := r.ready
-	if p == nil || !sr.readyFor() {
-		return Session{}, false
+	if p == nil || !readyFor(sr) {
+		return contract.Session{}, false
 	}
 	rs := p.shapes[req.Shape()]
 	if rs == nil {
-		return Session{}, false
+		return contract.Session{}, false
 	}
 	for {
 		rs.mu.Lock()
@@ -260,7 +261,7 @@ func (r *Runner) claimReady(ctx context.Context, sr SessionRequest, req Request,
 		}
 		rs.mu.Unlock()
 		if sb == nil {
-			return Session{}, false
+			return contract.Session{}, false
 		}
 		select {
 		case rs.taken <- struct{}{}:
@@ -278,24 +279,24 @@ func (r *Runner) claimReady(ctx context.Context, sr SessionRequest, req Request,
 
 // claimSession makes ready session sb sr's: its record is req's, its clocks
 // start now, and it is made in one label update.
-func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr SessionRequest, req Request, idle, lifetime time.Duration, smax SessionMaxima) (Session, error) {
+func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr contract.SessionRequest, req contract.Request, idle, lifetime time.Duration, smax contract.SessionMaxima) (contract.Session, error) {
 	opCtx := context.WithoutCancel(ctx)
 	// A sandbox that died while it waited (its shim, its interpreter)
 	// would end the session at its first call.
 	if st, err := sb.task.Status(opCtx); err != nil || st.Status != containerd.Running {
-		return Session{}, fmt.Errorf("its sandbox does not run (%v, %v)", st.Status, err)
+		return contract.Session{}, fmt.Errorf("its sandbox does not run (%v, %v)", st.Status, err)
 	}
 	now := time.Now()
-	rec := sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: now.Add(lifetime), Backstop: now.Add(or(smax.Lifetime, DefaultMaxSessionLifetime))}
+	rec := sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: now.Add(lifetime), Backstop: now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))}
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), data, 0o600); err != nil {
-		return Session{}, fmt.Errorf("writing session record: %w", err)
+		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
 	if err := reaper.TouchSession(sb.runDir, now); err != nil {
-		return Session{}, fmt.Errorf("writing session record: %w", err)
+		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
 	labels, err := sb.container.SetLabels(opCtx, map[string]string{
 		reaper.LabelSession:         sr.Caller,
@@ -306,10 +307,10 @@ func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr SessionReques
 		reaper.LabelSessionMade:     "true",
 	})
 	if err != nil {
-		return Session{}, fmt.Errorf("marking session made: %w", err)
+		return contract.Session{}, fmt.Errorf("marking session made: %w", err)
 	}
 	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
-		return Session{}, &SessionEndedError{ID: sb.id, Reason: reason}
+		return contract.Session{}, &contract.SessionEndedError{ID: sb.id, Reason: reason}
 	}
 	return sessionInfo(sb.id, sr.Caller, rec, labels, now), nil
 }

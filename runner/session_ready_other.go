@@ -6,11 +6,12 @@ package runner
 
 import (
 	"context"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"time"
 )
 
 // StartReadySessions fails off Linux.
-func (r *Runner) StartReadySessions(context.Context, []string, int, time.Duration, Maxima, SessionMaxima) error {
+func (r *Runner) StartReadySessions(context.Context, []string, int, time.Duration, contract.Maxima, contract.SessionMaxima) error {
 	return ErrNotLinux
 }
 

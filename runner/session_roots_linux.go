@@ -14,6 +14,8 @@ import (
 
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +49,7 @@ type sessionRoot struct {
 var sessionRoots = []sessionRoot{
 	{oci.Workspace, "workspace"},
 	{"/tmp", "tmp"},
-	{SessionHome, "home/user"},
+	{contract.SessionHome, "home/user"},
 }
 
 // sessionWorkspaceDir is the host directory a session binds at /workspace.
@@ -111,11 +113,11 @@ type sandboxPath struct {
 // read it: "/tmp/a/../b" is /tmp/b, "/tmp/.." is / and refused. What it
 // names is found later, inside its root only.
 func parseSandboxPath(field, p string) (sandboxPath, error) {
-	if len(p) > maxPathBytes {
-		return sandboxPath{}, &PathError{Field: field, Path: cutPath(p), Err: ErrNameTooLong}
+	if len(p) > contract.MaxPathBytes {
+		return sandboxPath{}, &contract.PathError{Field: field, Path: contract.CutPath(p), Err: contract.ErrNameTooLong}
 	}
 	if !path.IsAbs(p) || strings.ContainsRune(p, 0) {
-		return sandboxPath{}, fieldErr(field, "%q must be an absolute path under /workspace, /tmp or %s", cutPath(p), SessionHome)
+		return sandboxPath{}, contract.FieldErr(field, "%q must be an absolute path under /workspace, /tmp or %s", contract.CutPath(p), contract.SessionHome)
 	}
 	clean := path.Clean(p)
 	for i, r := range sessionRoots {
@@ -126,7 +128,7 @@ func parseSandboxPath(field, p string) (sandboxPath, error) {
 			return sandboxPath{abs: clean, rel: rest, root: i}, nil
 		}
 	}
-	return sandboxPath{}, fieldErr(field, "%q is not under /workspace, /tmp or %s, the directories of a session that can be read and written", cutPath(p), SessionHome)
+	return sandboxPath{}, contract.FieldErr(field, "%q is not under /workspace, /tmp or %s, the directories of a session that can be read and written", contract.CutPath(p), contract.SessionHome)
 }
 
 // sessionFiles is a session opened for its files.
@@ -151,7 +153,7 @@ func (r *Runner) openSessionFiles(ctx context.Context, id, caller string) (*sess
 		return nil, fmt.Errorf("opening session files: %w", err)
 	}
 	req := s.rec.Request
-	uid, gid, err := hostIDsOf(s.runDir, req.UID, req.GID)
+	uid, gid, err := box.HostIDsOf(s.runDir, req.UID, req.GID)
 	if err != nil {
 		files.Close()
 		return nil, err
@@ -171,7 +173,7 @@ func (sf *sessionFiles) Close() error { return sf.files.Close() }
 // can replace its home (a directory, not a mount point) by a symlink, and
 // that one leads nowhere but into the tmpfs.
 func (sf *sessionFiles) root(p sandboxPath) (*os.Root, error) {
-	root, err := openDirRoot(sf.files, sessionRoots[p.root].dir)
+	root, err := box.OpenDirRoot(sf.files, sessionRoots[p.root].dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", sessionRoots[p.root].sandbox, err)
 	}

@@ -4,6 +4,7 @@ package runner
 
 import (
 	"errors"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"testing"
 )
 
@@ -33,10 +34,10 @@ func TestParseSandboxPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseSandboxPath(FieldPath, tc.in)
-			var fe *FieldError
+			got, err := parseSandboxPath(contract.FieldPath, tc.in)
+			var fe *contract.FieldError
 			if tc.bad {
-				if !errors.As(err, &fe) || fe.Field != FieldPath {
+				if !errors.As(err, &fe) || fe.Field != contract.FieldPath {
 					t.Fatalf("parseSandboxPath(%q) = %+v, %v; want a FieldError naming path", tc.in, got, err)
 				}
 				return

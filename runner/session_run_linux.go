@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
@@ -23,7 +24,7 @@ import (
 // wireCall runs call n of an interpreted session through its wire: the
 // driver runs /code/name with the call's streams and answers with its
 // status.
-func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name string, call SessionCall, stdout, stderr io.Writer) (callEnd, error) {
+func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name string, call contract.SessionCall, stdout, stderr io.Writer) (callEnd, error) {
 	var end callEnd
 	end.started = time.Now()
 	end.ended, end.noStatus = end.started, true
@@ -36,10 +37,10 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 	}
 	defer w.Close()
 	kind := "run"
-	var records *cellRecords
+	var records *contract.CellRecords
 	if call.Cell != nil {
 		kind = "cell"
-		records = &cellRecords{cell: call.Cell, warn: func(s string) { _, _ = io.WriteString(stderr, s) }}
+		records = &contract.CellRecords{Cell: call.Cell, Warn: func(s string) { _, _ = io.WriteString(stderr, s) }}
 	}
 	if err := w.send(kind, n, []byte(name)); err != nil {
 		return end, nil
@@ -69,7 +70,7 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 				case f.kind == "err":
 					_, _ = stderr.Write(f.data)
 				case f.kind == "rec" && records != nil:
-					records.write(f.data)
+					records.Write(f.data)
 				case f.kind == "exit":
 					code, err := strconv.ParseUint(string(f.data), 10, 8)
 					if err != nil {
@@ -82,15 +83,15 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 			case <-stop:
 				return 0, errTimedOut
 			case <-cancel:
-				return 0, ErrInterrupted
+				return 0, contract.ErrInterrupted
 			}
 		}
 	}
 	timer := time.NewTimer(call.Timeout)
 	defer timer.Stop()
 	status, why := wait(timer.C, ctx.Done())
-	if errors.Is(why, errTimedOut) || errors.Is(why, ErrInterrupted) {
-		end.facts.timedOut, end.facts.interrupted = errors.Is(why, errTimedOut), errors.Is(why, ErrInterrupted)
+	if errors.Is(why, errTimedOut) || errors.Is(why, contract.ErrInterrupted) {
+		end.facts.TimedOut, end.facts.Interrupted = errors.Is(why, errTimedOut), errors.Is(why, contract.ErrInterrupted)
 		if err := r.interruptIn(ctx, s); err != nil {
 			log.G(ctx).WithError(err).Warn("interrupting call")
 		}
@@ -103,7 +104,7 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 	end.ended = time.Now()
 	switch {
 	case why == nil:
-		end.facts.status, end.noStatus = status, false
+		end.facts.Status, end.noStatus = status, false
 		end.alive = end.sessionEnded == ""
 	case errors.Is(why, errWireBroken):
 		_ = r.endSession(ctx, s.c, reaper.EndWireBroken)
@@ -111,7 +112,7 @@ func (r *Runner) wireCall(ctx context.Context, s *liveSession, n int, name strin
 	default:
 		// The driver's end closed (it exited, or was killed: the
 		// memory limit, a kill from inside): checkAlive says why.
-		end.facts.status, end.wireEnded = 255, true
+		end.facts.Status, end.wireEnded = 255, true
 	}
 	return end, nil
 }
@@ -121,7 +122,7 @@ var errTimedOut = errors.New("timed out")
 
 // execCall runs call n of a session as a process of its own in the
 // sandbox (bash, javascript, typescript: only files persist).
-func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p Preset, name string, call SessionCall, stdout, stderr io.Writer) (callEnd, error) {
+func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p contract.Preset, name string, call contract.SessionCall, stdout, stderr io.Writer) (callEnd, error) {
 	var end callEnd
 	opCtx := context.WithoutCancel(ctx)
 	task, err := s.loadTask(opCtx)
@@ -136,7 +137,7 @@ func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p Preset, 
 	proc.Args = append([]string{"/bin/sh", "-c", `echo $$ > ` + callPid + ` && exec "$@"`, "sh"}, append(p.Command, path.Join("/code", name))...)
 	proc.Args = withSecretEnv(proc.Args, s.rec.SecretEnv, proc.Env)
 	pr, pw := io.Pipe()
-	stdin := &eofReader{r: pr, eof: make(chan struct{})}
+	stdin := &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}
 	defer pw.Close()
 	execID := "call-" + strconv.Itoa(n)
 	process, err := task.Exec(opCtx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr), cio.WithFIFODir(s.runDir)))
@@ -163,7 +164,7 @@ func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p Preset, 
 		pw.Close()
 	}()
 	go func() {
-		<-stdin.eof
+		<-stdin.EOF
 		if err := process.CloseIO(opCtx, containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
 			log.G(ctx).WithError(err).Debug("closing stdin")
 		}
@@ -174,18 +175,18 @@ func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p Preset, 
 	select {
 	case status = <-statusC:
 	case <-timer.C:
-		end.facts.timedOut = true
+		end.facts.TimedOut = true
 	case <-ctx.Done():
-		end.facts.interrupted = true
+		end.facts.Interrupted = true
 	}
-	if end.facts.timedOut || end.facts.interrupted {
+	if end.facts.TimedOut || end.facts.Interrupted {
 		status, end.sessionEnded = r.interrupt(ctx, s, process, statusC)
 	}
 	end.ended = time.Now()
 	if t := status.ExitTime(); !t.IsZero() && t.After(end.started) {
 		end.ended = t
 	}
-	end.facts.status = status.ExitCode()
+	end.facts.Status = status.ExitCode()
 	r.drainCall(process)
 	return end, nil
 }

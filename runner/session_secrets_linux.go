@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
@@ -176,8 +177,8 @@ func deliveredSecrets(runDir string, rec sessionRecord) *keeperSecrets {
 		return nil
 	}
 	ks := &keeperSecrets{}
-	for _, ref := range rec.Request.secretRefs() {
-		value, err := os.ReadFile(filepath.Join(reaper.RunMountDir(runDir), filepath.Base(SecretsDir), ref.Name))
+	for _, ref := range rec.Request.SecretRefs() {
+		value, err := os.ReadFile(filepath.Join(reaper.RunMountDir(runDir), filepath.Base(contract.SecretsDir), ref.Name))
 		if err == nil {
 			ks.Masks = append(ks.Masks, secrets.Named{Name: ref.Name, Value: value})
 		}
@@ -248,7 +249,7 @@ func withSecretEnv(args, names, env []string) []string {
 	if len(names) == 0 {
 		return args
 	}
-	return secretEnvScript(args, names, env)
+	return contract.SecretEnvScript(args, names, env)
 }
 
 // keeperEnv is the environment a keeper starts with: this process's,

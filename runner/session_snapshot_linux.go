@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -52,25 +53,25 @@ func (r *Runner) checkpointable(ctx context.Context, s *liveSession) error {
 	req := s.rec.Request
 	switch {
 	case req.Runtime != "runsc":
-		return &CheckpointError{ID: s.id, Why: "it runs on runc, and checkpoints need gVisor (--runtime runsc): runc would need CRIU, which boxer does not use"}
+		return &contract.CheckpointError{ID: s.id, Why: "it runs on runc, and checkpoints need gVisor (--runtime runsc): runc would need CRIU, which boxer does not use"}
 	case !s.rec.DriverFirst:
-		return &CheckpointError{ID: s.id, Why: "only a python or python-data session (its interpreter is what a checkpoint keeps) made by this version of boxer can be"}
-	case req.egress():
-		return &CheckpointError{ID: s.id, Why: "it has network (allow_hosts), whose link a restore would not bring back"}
+		return &contract.CheckpointError{ID: s.id, Why: "only a python or python-data session (its interpreter is what a checkpoint keeps) made by this version of boxer can be"}
+	case req.HasEgress():
+		return &contract.CheckpointError{ID: s.id, Why: "it has network (allow_hosts), whose link a restore would not bring back"}
 	case len(req.Secrets) > 0:
-		return &CheckpointError{ID: s.id, Why: "it has secrets, which its image on disk would hold"}
+		return &contract.CheckpointError{ID: s.id, Why: "it has secrets, which its image on disk would hold"}
 	}
 	kc := newKeeperClient(filepath.Join(s.runDir, keeperSock))
 	if !kc.alive(ctx) {
 		return nil
 	}
-	var ps []ProcessInfo
+	var ps []contract.ProcessInfo
 	if err := kc.call(ctx, "GET", "/processes", nil, nil, &ps); err != nil {
 		return err
 	}
 	for _, p := range ps {
 		if p.Running {
-			return &CheckpointError{ID: s.id, Why: fmt.Sprintf("process %d (%s) runs, and gVisor ends every process started with exec at a restore: kill it first", p.ID, strings.Join(p.Args, " "))}
+			return &contract.CheckpointError{ID: s.id, Why: fmt.Sprintf("process %d (%s) runs, and gVisor ends every process started with exec at a restore: kill it first", p.ID, strings.Join(p.Args, " "))}
 		}
 	}
 	return nil
@@ -88,7 +89,7 @@ func (r *Runner) checkpointTask(ctx context.Context, id, dir string, exit bool) 
 	if err != nil {
 		return err
 	}
-	if _, err := r.client.TaskService().Checkpoint(ctx, &tasks.CheckpointTaskRequest{ContainerID: id, Options: opts}); err != nil {
+	if _, err := r.Containerd.TaskService().Checkpoint(ctx, &tasks.CheckpointTaskRequest{ContainerID: id, Options: opts}); err != nil {
 		return &runtimeError{step: "checkpointing session", err: errgrpc.ToNative(err)}
 	}
 	return nil
@@ -97,27 +98,27 @@ func (r *Runner) checkpointTask(ctx context.Context, id, dir string, exit bool) 
 // CheckpointSession saves session id of caller ("" for any) to disk and
 // ends its sandbox: it stays paused, using no memory, until ResumeSession
 // restores it. Checkpointing a checkpointed session changes nothing.
-func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
+func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ contract.Session, retErr error) {
+	defer func() { retErr = r.Fault(ctx, retErr) }()
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	defer unlock()
 	if s.labels[reaper.LabelSessionCheckpointed] != "" {
 		return s.info(), nil
 	}
 	if err := r.checkpointable(ctx, s); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	task, err := s.loadTask(ctx)
 	if err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	opCtx := context.WithoutCancel(ctx)
 	exited, err := task.Wait(opCtx)
 	if err != nil {
-		return Session{}, fmt.Errorf("watching session %s: %w", id, err)
+		return contract.Session{}, fmt.Errorf("watching session %s: %w", id, err)
 	}
 	// A frozen sandbox would stay so once saved, and gVisor cannot
 	// signal it: it is thawed for the moment the checkpoint takes to
@@ -134,7 +135,7 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Se
 	}
 	if st, err := task.Status(opCtx); err == nil && (st.Status == containerd.Paused || st.Status == containerd.Pausing) {
 		if err := task.Resume(opCtx); err != nil {
-			return Session{}, &runtimeError{step: "thawing session to checkpoint it", err: err}
+			return contract.Session{}, &runtimeError{step: "thawing session to checkpoint it", err: err}
 		}
 		frozen = true
 	}
@@ -147,7 +148,7 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Se
 	}
 	if s.labels, err = s.c.SetLabels(opCtx, marks); err != nil {
 		refreeze()
-		return Session{}, fmt.Errorf("marking session %s checkpointed: %w", id, err)
+		return contract.Session{}, fmt.Errorf("marking session %s checkpointed: %w", id, err)
 	}
 	dir := r.checkpointDir(id)
 	_ = os.RemoveAll(dir)
@@ -160,7 +161,7 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Se
 			log.G(ctx).WithError(lerr).Warnf("unmarking session %s checkpointed", id)
 		}
 		_ = os.RemoveAll(dir)
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	select {
 	case <-exited:
@@ -173,7 +174,7 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ Se
 		_, err = task.Delete(opCtx, containerd.WithProcessKill)
 	}
 	if err != nil && !errdefs.IsNotFound(err) {
-		return Session{}, fmt.Errorf("ending checkpointed session %s's sandbox: %w", id, err)
+		return contract.Session{}, fmt.Errorf("ending checkpointed session %s's sandbox: %w", id, err)
 	}
 	return s.info(), nil
 }
@@ -224,16 +225,16 @@ func (r *Runner) restoreSession(ctx context.Context, s *liveSession) error {
 }
 
 // resumeCheckpointed restores checkpointed session s, and lets it run.
-func (r *Runner) resumeCheckpointed(ctx context.Context, s *liveSession) (Session, error) {
+func (r *Runner) resumeCheckpointed(ctx context.Context, s *liveSession) (contract.Session, error) {
 	opCtx := context.WithoutCancel(ctx)
 	// Used now before the labels go: its idle time starts again.
 	s.touch(ctx, time.Now())
 	if err := r.restoreSession(opCtx, s); err != nil {
-		return Session{}, err
+		return contract.Session{}, err
 	}
 	var err error
 	if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionCheckpointed: "", reaper.LabelSessionPaused: ""}); err != nil {
-		return Session{}, fmt.Errorf("marking session %s resumed: %w", s.id, err)
+		return contract.Session{}, fmt.Errorf("marking session %s resumed: %w", s.id, err)
 	}
 	s.paused = false
 	if len(r.keeper) > 0 && s.labels[reaper.LabelOwner] == "" {
@@ -251,10 +252,10 @@ func (r *Runner) resumeCheckpointed(ctx context.Context, s *liveSession) (Sessio
 // it is paused for a moment (then it goes on). Each fork has the
 // session's interpreter state and a copy of its files, and its own
 // lifetime: the session's time left. held as for CreateSession.
-func (r *Runner) ForkSession(ctx context.Context, id, caller string, n int, held bool, smax SessionMaxima) (_ []Session, retErr error) {
-	defer func() { retErr = r.fault(ctx, retErr) }()
-	if n < 1 || n > MaxForks {
-		return nil, fieldErr(FieldCount, "must be from 1 to %d, not %d", MaxForks, n)
+func (r *Runner) ForkSession(ctx context.Context, id, caller string, n int, held bool, smax contract.SessionMaxima) (_ []contract.Session, retErr error) {
+	defer func() { retErr = r.Fault(ctx, retErr) }()
+	if n < 1 || n > contract.MaxForks {
+		return nil, contract.FieldErr(contract.FieldCount, "must be from 1 to %d, not %d", contract.MaxForks, n)
 	}
 	s, unlock, err := r.lockedSession(ctx, id, caller)
 	if err != nil {
@@ -277,7 +278,7 @@ func (r *Runner) ForkSession(ctx context.Context, id, caller string, n int, held
 	if err != nil {
 		return nil, errors.Join(err, destroyAll(ctx, forks))
 	}
-	out := make([]Session, 0, n)
+	out := make([]contract.Session, 0, n)
 	for _, f := range forks {
 		info, err := r.startFork(ctx, f)
 		if err != nil {
@@ -332,7 +333,7 @@ func (r *Runner) sweepCheckpoints(ctx context.Context) {
 			id, forked = e.Name()[:i], true
 		}
 		gone := false
-		if _, err := os.Stat(filepath.Join(r.runsDir, id)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(r.RunsDir, id)); errors.Is(err, os.ErrNotExist) {
 			gone = true
 		} else if info, err := e.Info(); forked && err == nil && time.Since(info.ModTime()) > forkImageAge {
 			gone = true

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 )
@@ -61,8 +63,8 @@ type dirWatch struct {
 // the directory is watched: what changes after that is told. Each watch
 // is an inotify instance of the host's root: past the caller's ceiling,
 // or the server's, it is refused with a LimitError.
-func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recursive bool) (_ *SessionWatch, retErr error) {
-	sp, err := parseSandboxPath(FieldPath, p)
+func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recursive bool) (_ *contract.SessionWatch, retErr error) {
+	sp, err := parseSandboxPath(contract.FieldPath, p)
 	if err != nil {
 		return nil, err
 	}
@@ -92,15 +94,15 @@ func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recu
 	dw := &dirWatch{root: root, w: w, base: sp, recursive: recursive, dirs: map[string]*watchedDir{}, byRel: map[string]string{}}
 	if err := dw.add(sp.rel, sp.abs, true, nil); err != nil {
 		dw.close()
-		return nil, fsError(sp.abs, err)
+		return nil, box.FSError(sp.abs, err)
 	}
-	events := make(chan FileEvent, 64)
-	sw := &SessionWatch{Events: events, done: make(chan struct{})}
+	events := make(chan contract.FileEvent, 64)
+	sw := &contract.SessionWatch{Events: events, Done: make(chan struct{})}
 	go func() {
-		sw.err = dw.run(ctx, r, id, caller, events)
+		sw.Failure = dw.run(ctx, r, id, caller, events)
 		dw.close()
 		release()
-		close(sw.done)
+		close(sw.Done)
 		close(events)
 	}()
 	return sw, nil
@@ -115,7 +117,7 @@ func (r *Runner) WatchSessionDir(ctx context.Context, id, caller, p string, recu
 // untold.
 func (dw *dirWatch) add(rel, abs string, first bool, found func(abs string)) error {
 	if len(dw.dirs) >= maxWatchDirs {
-		return fieldErr("recursive", "%s holds more than %d directories, the most one watch takes: watch one further down, or not recursively", dw.base.abs, maxWatchDirs)
+		return contract.FieldErr("recursive", "%s holds more than %d directories, the most one watch takes: watch one further down, or not recursively", dw.base.abs, maxWatchDirs)
 	}
 	flag := os.O_RDONLY | unix.O_DIRECTORY
 	if !first {
@@ -179,7 +181,7 @@ func (dw *dirWatch) close() {
 
 // run turns the watcher's events into the sandbox's until ctx ends, the
 // session ends, the watched directory goes or the watch fails.
-func (dw *dirWatch) run(ctx context.Context, r *Runner, id, caller string, out chan<- FileEvent) error {
+func (dw *dirWatch) run(ctx context.Context, r *Runner, id, caller string, out chan<- contract.FileEvent) error {
 	poll := time.NewTicker(watchPoll)
 	defer poll.Stop()
 	for {
@@ -211,7 +213,7 @@ func (dw *dirWatch) run(ctx context.Context, r *Runner, id, caller string, out c
 				}
 			}
 			if gone {
-				return fmt.Errorf("%s was removed: %w", dw.base.abs, ErrFileNotFound)
+				return fmt.Errorf("%s was removed: %w", dw.base.abs, contract.ErrFileNotFound)
 			}
 		}
 	}
@@ -220,7 +222,7 @@ func (dw *dirWatch) run(ctx context.Context, r *Runner, id, caller string, out c
 // translate tells an event in the sandbox's paths, and keeps the watched
 // directories up to date; gone says that the watched directory itself is
 // gone (removed, or moved away).
-func (dw *dirWatch) translate(ev fsnotify.Event) (events []FileEvent, gone bool, err error) {
+func (dw *dirWatch) translate(ev fsnotify.Event) (events []contract.FileEvent, gone bool, err error) {
 	var abs, rel string
 	if d, ok := dw.dirs[ev.Name]; ok {
 		if d.rel != dw.base.rel {
@@ -242,11 +244,11 @@ func (dw *dirWatch) translate(ev fsnotify.Event) (events []FileEvent, gone bool,
 		op  fsnotify.Op
 		typ string
 	}{
-		{fsnotify.Create, FileEventCreate}, {fsnotify.Write, FileEventWrite}, {fsnotify.Remove, FileEventRemove},
-		{fsnotify.Rename, FileEventRename}, {fsnotify.Chmod, FileEventChmod},
+		{fsnotify.Create, contract.FileEventCreate}, {fsnotify.Write, contract.FileEventWrite}, {fsnotify.Remove, contract.FileEventRemove},
+		{fsnotify.Rename, contract.FileEventRename}, {fsnotify.Chmod, contract.FileEventChmod},
 	} {
 		if ev.Op.Has(op.op) {
-			events = append(events, FileEvent{Type: op.typ, Path: abs, Name: name})
+			events = append(events, contract.FileEvent{Type: op.typ, Path: abs, Name: name})
 		}
 	}
 	switch {
@@ -257,10 +259,10 @@ func (dw *dirWatch) translate(ev fsnotify.Event) (events []FileEvent, gone bool,
 	case ev.Op.Has(fsnotify.Create) && dw.recursive:
 		if st, err := dw.root.Lstat(rel); err == nil && st.IsDir() {
 			found := func(abs string) {
-				events = append(events, FileEvent{Type: FileEventCreate, Path: abs, Name: dw.name(abs)})
+				events = append(events, contract.FileEvent{Type: contract.FileEventCreate, Path: abs, Name: dw.name(abs)})
 			}
 			if err := dw.add(rel, abs, false, found); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return events, false, fsError(abs, err)
+				return events, false, box.FSError(abs, err)
 			}
 		}
 	}

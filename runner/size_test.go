@@ -13,14 +13,19 @@ import (
 // (STYLE.md, "A room per concern").
 const maxLines = 500
 
-// TestFileSizes fails on a runner file over maxLines lines, and on a
-// session file that does not open with the one line saying which part of
-// a session's life it holds.
+// TestFileSizes fails on a file of runner or its packages over maxLines
+// lines, and on a session file that does not open with the one line
+// saying which part of a session's life it holds.
 func TestFileSizes(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatalf("listing files: %v", err)
 	}
+	below, err := filepath.Glob("*/*.go")
+	if err != nil {
+		t.Fatalf("listing files: %v", err)
+	}
+	files = append(files, below...)
 	if len(files) == 0 {
 		t.Fatal("no Go files found: the test runs in the runner directory")
 	}
@@ -32,7 +37,7 @@ func TestFileSizes(t *testing.T) {
 		if len(lines) > maxLines {
 			t.Errorf("%s has %d lines, more than %d: split it along the life it holds", f, len(lines), maxLines)
 		}
-		if strings.HasPrefix(f, "session") {
+		if strings.HasPrefix(filepath.Base(f), "session") {
 			if why := openingComment(lines); why != "" {
 				t.Errorf("%s: %s", f, why)
 			}

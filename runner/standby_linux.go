@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -38,15 +40,15 @@ import (
 // unless the caps are reached or another process is making one of that
 // shape: then id is empty. The standby is left on the host: the caller
 // removes it at until with ExpireStandby.
-func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duration) (id string, until time.Time, err error) {
+func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle time.Duration) (id string, until time.Time, err error) {
 	req, err = req.Normalize()
 	if err != nil {
 		return "", until, err
 	}
-	if !StandbyEligible(req) {
+	if !contract.StandbyEligible(req) {
 		return "", until, errors.New("a run with secrets or network egress has no standby")
 	}
-	key := standbyKey(req)
+	key := contract.StandbyKey(req)
 	unlock, ok, err := r.lock(ctx, reaper.StandbyLeasePrefix+key)
 	if err != nil || !ok {
 		return "", until, err
@@ -56,7 +58,7 @@ func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duratio
 	if err != nil {
 		return "", until, err
 	}
-	if mine >= StandbyPerShape || all >= StandbyTotal {
+	if mine >= contract.StandbyPerShape || all >= contract.StandbyTotal {
 		return "", until, nil
 	}
 	rootfs, err := r.rootfsFor(ctx, req)
@@ -64,7 +66,7 @@ func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duratio
 		return "", until, err
 	}
 	until = time.Now().Add(idle)
-	sb := r.newSandbox(newID(), req, true)
+	sb := r.newSandbox(box.NewID(), req, true)
 	sb.standby = map[string]string{reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
 	if err := sb.make(ctx, rootfs); err != nil {
 		return "", until, errors.Join(err, sb.destroy(ctx))
@@ -85,7 +87,7 @@ func (r *Runner) MakeStandby(ctx context.Context, req Request, idle time.Duratio
 
 // standbys counts the unclaimed standbys of shape key, and of all shapes.
 func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err error) {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
 	if err != nil {
 		return 0, 0, fmt.Errorf("listing standbys: %w", err)
 	}
@@ -104,7 +106,7 @@ func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err e
 
 // ExpireStandby removes standby id, unless a run claimed it first.
 func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
-	c, err := r.client.LoadContainer(ctx, id)
+	c, err := r.Containerd.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
@@ -124,12 +126,12 @@ func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
 
 // claimStandby returns a standby of req's shape, claimed, with this
 // process's streams on it, or nil when there is none to claim.
-func (r *Runner) claimStandby(ctx context.Context, req Request) *sandbox {
-	if !r.useStandby || !StandbyEligible(req) {
+func (r *Runner) claimStandby(ctx context.Context, req contract.Request) *sandbox {
+	if !r.useStandby || !contract.StandbyEligible(req) {
 		return nil
 	}
-	key := standbyKey(req)
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
+	key := contract.StandbyKey(req)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
 	if err != nil {
 		log.G(ctx).WithError(err).Debug("listing standbys")
 		return nil
@@ -190,7 +192,7 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 	if !expired && (err != nil || !time.Now().Before(time.Unix(until, 0))) {
 		return false, nil
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: r.owner}); err != nil {
+	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: r.Owner}); err != nil {
 		return false, fmt.Errorf("claiming standby %s: %w", c.ID(), err)
 	}
 	return true, nil
@@ -199,8 +201,8 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 // lock takes the lease id, which only one process holds at a time: ok is
 // false when another holds it. unlock removes it.
 func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, err error) {
-	ls := r.client.LeasesService()
-	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, r.owner))
+	ls := r.Containerd.LeasesService()
+	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, r.Owner))
 	if errdefs.IsAlreadyExists(err) {
 		return nil, false, nil
 	}
@@ -217,7 +219,7 @@ func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, e
 // adopt turns a claimed standby into this process's sandbox for req: its
 // run directory is this process's, and its program's streams are attached
 // to this process. Its program is the gate's, still waiting for its line.
-func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request) (*sandbox, error) {
+func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract.Request) (*sandbox, error) {
 	sb := r.newSandbox(c.ID(), req, true)
 	sb.state, sb.container = stateHeld, c
 	if err := reaper.AdoptRunDir(sb.runDir); err != nil {
@@ -235,18 +237,18 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req Request)
 	// An image rebuilt since the standby was made (same name, new
 	// content) is the run's: the standby's root is not.
 	opCtx := context.WithoutCancel(ctx)
-	key, err := snapshots.ViewKey(opCtx, r.client, req.image())
+	key, err := snapshots.ViewKey(opCtx, r.Containerd, req.ImageName())
 	if err != nil {
 		return sb, err
 	}
 	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
-		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.image())
+		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.ImageName())
 	}
-	sb.limits = sandboxLimits(req, r.host)
+	sb.limits = box.Limits(req, r.Facts)
 	pr, pw := io.Pipe()
-	sb.stdin, sb.stdinW, sb.gone = &eofReader{r: pr, eof: make(chan struct{})}, pw, make(chan struct{})
-	sb.stdout, sb.stderr = newCapped(req.OutputLimit, nil), newCapped(req.OutputLimit, nil)
-	sb.stderr.holdInitLine()
+	sb.stdin, sb.stdinW, sb.gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
+	sb.stdout, sb.stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)
+	sb.stderr.HoldInitLine()
 	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
 	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.stdin, stdout, stderr)))
 	if err != nil {

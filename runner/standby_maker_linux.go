@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 )
@@ -30,13 +31,13 @@ import (
 // hands the file to the maker it starts (which holds it while it makes
 // the standby) and closes its own copy. nil: the run leaves no standby,
 // and its sandbox is removed by Close.
-func (r *Runner) StandbyMakerLock(ctx context.Context, req Request) *os.File {
+func (r *Runner) StandbyMakerLock(ctx context.Context, req contract.Request) *os.File {
 	req, err := req.Normalize()
-	if err != nil || !StandbyEligible(req) {
+	if err != nil || !contract.StandbyEligible(req) {
 		return nil
 	}
-	key := standbyKey(req)
-	f, err := lockFile(filepath.Join(r.stateDir, "standby", r.namespace+"-"+key+".lock"))
+	key := contract.StandbyKey(req)
+	f, err := lockFile(filepath.Join(r.StateDir, "standby", r.Namespace+"-"+key+".lock"))
 	if err != nil {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			log.G(ctx).WithError(err).Debug("taking the standby maker lock")
@@ -44,7 +45,7 @@ func (r *Runner) StandbyMakerLock(ctx context.Context, req Request) *os.File {
 		return nil
 	}
 	mine, all, err := r.standbys(ctx, key)
-	if err != nil || mine >= StandbyPerShape || all >= StandbyTotal {
+	if err != nil || mine >= contract.StandbyPerShape || all >= contract.StandbyTotal {
 		f.Close()
 		return nil
 	}
@@ -105,7 +106,7 @@ func wakeMaker(runDir string) {
 // meanwhile. It needs no connection to containerd: it may be called after
 // Close.
 func (r *Runner) WaitStandby(ctx context.Context, id string, until time.Time) (claimed bool, err error) {
-	dir := filepath.Join(r.runsDir, id)
+	dir := filepath.Join(r.RunsDir, id)
 	self := reaper.Self()
 	fd, err := unix.Open(filepath.Join(dir, standbyWake), unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil && !errors.Is(err, unix.ENOENT) {

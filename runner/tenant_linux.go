@@ -1,7 +1,7 @@
 package runner
 
 // Counting what each caller holds on the host: its sessions, watches,
-// streams and processes (tenant.go), refused past its ceilings.
+// streams and processes (contract/tenant.go), refused past its ceilings.
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
+	"github.com/boxer-dev/boxer/runner/contract"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -33,13 +34,13 @@ func inotifyInstances() int {
 // with a LimitError past it; release, when the stream ends, gives it
 // back.
 func (r *Runner) HoldStream(caller string) (release func(), err error) {
-	return r.held.take(HeldStream, caller, r.ceilings.perCaller(HeldStream), 0, 0)
+	return r.held.Take(contract.HeldStream, caller, r.ceilings.PerCaller(contract.HeldStream), 0, 0)
 }
 
 // holdWatch counts a watch of caller, against its ceiling and the
 // server's.
 func (r *Runner) holdWatch(caller string) (func(), error) {
-	return r.held.take(HeldWatch, caller, r.ceilings.perCaller(HeldWatch), 0, r.watches)
+	return r.held.Take(contract.HeldWatch, caller, r.ceilings.PerCaller(contract.HeldWatch), 0, r.watches)
 }
 
 // holdProcess counts a process of caller while it starts (background),
@@ -54,13 +55,13 @@ func (r *Runner) holdProcess(ctx context.Context, caller string, background bool
 	if background {
 		running = r.runningProcesses(ctx, caller)
 	}
-	return r.held.take(HeldProcess, caller, r.ceilings.perCaller(HeldProcess), running, 0)
+	return r.held.Take(contract.HeldProcess, caller, r.ceilings.PerCaller(contract.HeldProcess), running, 0)
 }
 
 // runningProcesses counts the background processes that run in caller's
 // sessions, as their keepers tell.
 func (r *Runner) runningProcesses(ctx context.Context, caller string) int {
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"==`+strconv.Quote(caller))
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"==`+strconv.Quote(caller))
 	if err != nil {
 		return 0
 	}
@@ -70,14 +71,14 @@ func (r *Runner) runningProcesses(ctx context.Context, caller string) int {
 	var wg sync.WaitGroup
 	n := 0
 	for _, c := range cs {
-		sock := filepath.Join(r.runsDir, c.ID(), keeperSock)
+		sock := filepath.Join(r.RunsDir, c.ID(), keeperSock)
 		if _, err := os.Stat(sock); err != nil {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var ps []ProcessInfo
+			var ps []contract.ProcessInfo
 			if newKeeperClient(sock).call(ctx, "GET", "/processes", nil, nil, &ps) != nil {
 				return
 			}
@@ -100,10 +101,10 @@ func (r *Runner) runningProcesses(ctx context.Context, caller string) int {
 // past the cap on all sessions or on caller's (the caller "" has none);
 // release, once they are made or failed, lets others count them from
 // their containers alone. id names the one session, if known.
-func (r *Runner) sessionRoom(ctx context.Context, smax SessionMaxima, caller, id string, n int) (release func(), err error) {
+func (r *Runner) sessionRoom(ctx context.Context, smax contract.SessionMaxima, caller, id string, n int) (release func(), err error) {
 	r.roomMu.Lock()
 	defer r.roomMu.Unlock()
-	cs, err := r.client.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
+	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
@@ -136,11 +137,11 @@ func (r *Runner) sessionRoom(ctx context.Context, smax SessionMaxima, caller, id
 			}
 		}
 	}
-	if max := or(smax.Sessions, DefaultMaxSessions); live+n > max {
-		return nil, &SessionLimitError{Max: max}
+	if max := contract.Or(smax.Sessions, contract.DefaultMaxSessions); live+n > max {
+		return nil, &contract.SessionLimitError{Max: max}
 	}
 	if per := smax.PerCallerSessions(); caller != "" && mine+n > per {
-		return nil, &LimitError{Limit: "max-sessions-per-caller", Max: per, What: "sessions"}
+		return nil, &contract.LimitError{Limit: "max-sessions-per-caller", Max: per, What: "sessions"}
 	}
 	var ids []string
 	for i := range n {

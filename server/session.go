@@ -323,7 +323,7 @@ func (s *Server) answerSessionError(w http.ResponseWriter, r *http.Request, id s
 
 // The file handlers take a path relative to /workspace, or, its first
 // slash escaped (%2F), an absolute one anywhere the session's files are
-// (session_fs.go).
+// (runner/contract/session_fs.go).
 
 // pathField names a files/{path} error's field path, the route's own
 // parameter, as a missing file's 404 does: the runner's relative-file
