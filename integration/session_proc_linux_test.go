@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 
 	"os"
@@ -57,7 +58,10 @@ func waitOutput(t *testing.T, id, ref, want string) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	found := make(chan bool, 1)
+	var seen []string
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -65,13 +69,16 @@ func waitOutput(t *testing.T, id, ref, want string) {
 				found <- true
 				return
 			}
+			seen = append(seen, sc.Text())
 		}
 		found <- false
 	}()
 	select {
 	case ok := <-found:
 		if !ok {
-			t.Fatalf("process %s ended without writing %q", ref, want)
+			_ = cmd.Wait()
+			ps := boxer(t, nil, "session", "ps", id)
+			t.Fatalf("process %s ended without writing %q: it wrote %q, attach said %q (%v); session ps: %s %s", ref, want, seen, errb.String(), cmd.ProcessState, ps.stdout, ps.stderr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("process %s did not write %q in 30s", ref, want)
