@@ -156,7 +156,7 @@ func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.Pr
 			if p.s.gone(ctx, sb, *ev.End) {
 				// As E2B's: the SDKs raise a killed sandbox's
 				// unavailable as a TimeoutError, not an exit.
-				return connect.NewError(connect.CodeUnavailable, fmt.Errorf("sandbox %s was killed or reached its end of life while the command ran", sb.ID))
+				return connect.NewError(connect.CodeUnavailable, fmt.Errorf("the sandbox was killed or reached its end of life while the command ran (sandbox %s)", sb.ID))
 			}
 			return locked(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: endEvent(*ev.End)}})
 		case len(ev.Data) > 0:
