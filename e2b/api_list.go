@@ -3,6 +3,7 @@ package e2b
 import (
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -133,4 +134,68 @@ func parseCursor(tok string) (*cursor, error) {
 		return nil, fmt.Errorf("bad cursor")
 	}
 	return &cursor{time.Unix(0, n), id}, nil
+}
+
+// handleList lists the caller's sandboxes, filtered and paged as above.
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	want, err := url.ParseQuery(q.Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "metadata: must be key=value pairs joined by &, URL-encoded: "+err.Error())
+		return
+	}
+	states := map[string]bool{}
+	for _, st := range q["state"] {
+		for _, v := range strings.Split(st, ",") {
+			if v != "running" && v != "paused" {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("state: must be running or paused, not %q", v))
+				return
+			}
+			states[v] = true
+		}
+	}
+	page, err := parsePage(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	caller := callerOf(r)
+	sessions, err := s.runner.Sessions(r.Context(), caller)
+	if err != nil {
+		s.answerError(w, "", err)
+		return
+	}
+	var found []listedBox
+	for _, sess := range sessions {
+		sb, ok := s.lookup(sess.ID)
+		if !ok || sb.Caller != caller {
+			continue
+		}
+		if t := q.Get("template"); t != "" && t != sb.Template {
+			continue
+		}
+		if !matches(sb.Metadata, want) {
+			continue
+		}
+		l := s.listed(sb, sess, s.domainOf(r))
+		if len(states) > 0 && !states[l["state"].(string)] {
+			continue
+		}
+		found = append(found, listedBox{sb.ID, sb.Started, l})
+	}
+	out, next := page.cut(found)
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// matches: every key of want has one of its values in md.
+func matches(md map[string]string, want url.Values) bool {
+	for k, vs := range want {
+		if v, ok := md[k]; !ok || !slices.Contains(vs, v) {
+			return false
+		}
+	}
+	return true
 }
