@@ -179,9 +179,9 @@ func equalList(v any, want ...string) bool {
 }
 
 // TestAuditSession: a boxer session's lines carry its allowlist and byte
-// cap at its creation and, at its end, removed by its caller or by the
-// server at its idle timeout, what its network carried: a refused
-// connection counted.
+// cap at its creation and, at its end, removed by its caller, by the
+// server at its idle timeout or by another process (boxer session rm),
+// what its network carried: a refused connection counted.
 func TestAuditSession(t *testing.T) {
 	internet(t)
 	tokens := filepath.Join(t.TempDir(), "tokens")
@@ -194,6 +194,9 @@ func TestAuditSession(t *testing.T) {
 	}{
 		{"removed", `{"lang":"python","allow_hosts":["web.test:7000"],"net_bytes":"1m"}`, "DELETE", "removed"},
 		{"idle", `{"lang":"python","allow_hosts":["web.test:7000"],"net_bytes":"1m","idle_timeout":"2s"}`, "", "idle"},
+		// Removed by another process: the server still writes its end,
+		// with the figures the remover read from its keeper.
+		{"elsewhere", `{"lang":"python","allow_hosts":["web.test:7000"],"net_bytes":"1m"}`, "session rm", "removed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, data := sessionHTTP(t, s, token, "POST", "/v1/sessions", tc.body)
@@ -205,7 +208,11 @@ func TestAuditSession(t *testing.T) {
 			if code != 200 || !strings.Contains(string(data), `"stdout":"hi\nrefused`) {
 				t.Errorf("probe: %d %s", code, data)
 			}
-			if tc.end != "" {
+			if tc.end == "session rm" {
+				if r := boxer(t, nil, "session", "rm", sess.ID); r.code != 0 {
+					t.Errorf("session rm: %+v", r)
+				}
+			} else if tc.end != "" {
 				if code, data = sessionHTTP(t, s, token, tc.end, "/v1/sessions/"+sess.ID, ""); code != 204 {
 					t.Errorf("delete: %d %s", code, data)
 				}

@@ -82,11 +82,18 @@ func (r *Runner) endSession(ctx context.Context, c containerd.Container, reason 
 func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reason string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
 	defer cancel()
-	if rep := r.finalNetwork(cctx, c.ID()); rep != nil {
+	rep := r.finalNetwork(cctx, c.ID())
+	if rep != nil {
 		r.ends.put(c.ID(), rep)
 	}
+	labels, err := c.Labels(cctx)
 	if _, err := reaper.MarkEnding(cctx, c, reason); err != nil && !errdefs.IsNotFound(err) {
 		log.G(ctx).WithError(err).Debugf("marking session %s as being removed", c.ID())
+	}
+	if err == nil {
+		// Another live process holds it: it writes the end in its audit
+		// log (takeHandedEnds).
+		r.handEnd(cctx, c, labels, reason, rep)
 	}
 	return r.destroyLeftover(ctx, c)
 }
@@ -108,14 +115,15 @@ func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
 
 // ExpireSessions ends every session that is over (a server calls it on a
 // timer: the idle timeout holds without a call) and returns those it
-// ended. Sessions being made, by this process or another, are left to
-// their makers.
+// ended, and those of its own that another process ended meanwhile (a
+// `boxer session rm`). Sessions being made, by this process or another,
+// are left to their makers.
 func (r *Runner) ExpireSessions(ctx context.Context) []contract.EndedSession {
+	ended := r.takeHandedEnds()
 	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`"`)
 	if err != nil {
-		return nil
+		return ended
 	}
-	var ended []contract.EndedSession
 	for _, c := range cs {
 		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 		if err != nil {
