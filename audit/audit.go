@@ -38,6 +38,9 @@ const (
 	EventForked       = "session_forked"
 	EventTimeout      = "session_timeout"
 	EventEnded        = "session_ended"
+	// EventForwarded is a request a fleet member sent to the member
+	// holding its session (whose own line names the same caller).
+	EventForwarded = "request_forwarded"
 )
 
 // Interfaces: what the caller spoke.
@@ -87,6 +90,9 @@ type Entry struct {
 	// Network is what the network carried: a run's, a call's, or at a
 	// session's end, the whole session's.
 	Network *egress.Report `json:"network,omitempty"`
+	// Member is the fleet member a forwarded request went to (its fleet
+	// listener's address).
+	Member string `json:"member,omitempty"`
 	// Secrets names the secrets the request asked for; Injected the
 	// headers the proxy set. Never a value.
 	Secrets  []string   `json:"secrets,omitempty"`

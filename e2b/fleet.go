@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/fleet"
 )
 
@@ -51,7 +52,7 @@ func (s *Server) fleetRoute(next http.Handler) http.Handler {
 				writeError(w, http.StatusServiceUnavailable, "this server is shutting down and takes no new sandboxes, and no other server of the fleet does: retry shortly")
 				return
 			}
-			f.Forward(w, r, peer, fleet.PlaneE2B, peerFailed)
+			s.forwarded(r, "", peer, f.Forward(w, r, peer, fleet.PlaneE2B, peerFailed))
 		case r.Method == http.MethodGet && (r.URL.Path == "/v2/sandboxes" || r.URL.Path == "/sandboxes") && !fleet.Forwarded(r):
 			s.listFleet(w, r, next)
 		default:
@@ -77,8 +78,19 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 	case !place.Peer.E2B:
 		writeError(w, http.StatusServiceUnavailable, "sandbox "+id+": the server holding it has no E2B listener (--e2b-listen)")
 	default:
-		s.cfg.Fleet.Forward(w, r, place.Peer, fleet.PlaneE2B, peerFailed)
+		s.forwarded(r, id, place.Peer, s.cfg.Fleet.Forward(w, r, place.Peer, fleet.PlaneE2B, peerFailed))
 	}
+}
+
+// forwarded writes the line of a request for sandbox id sent to member
+// p, which answered code; the caller is named by its address and its API
+// key where it sent one (a data-plane request names its address only).
+func (s *Server) forwarded(r *http.Request, id string, p fleet.Peer, code int) {
+	auth := ""
+	if key := r.Header.Get("X-Api-Key"); key != "" {
+		auth = "Bearer " + key
+	}
+	s.cfg.Audit.Write(audit.Entry{Event: audit.EventForwarded, Interface: audit.E2B, Caller: audit.Caller(r.RemoteAddr, auth), Session: id, Member: p.Addr, HTTPStatus: code})
 }
 
 func peerFailed(w http.ResponseWriter, err error) {

@@ -37,8 +37,11 @@ const (
 // the answer back, upgrades (a port's WebSocket) included. fail answers
 // when the member cannot be reached: with ErrGone if DNS, asked again, no
 // longer lists its node and every member listed answers, else
-// ErrUnreachable.
-func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, p Peer, plane Plane, fail func(http.ResponseWriter, error)) {
+// ErrUnreachable. It returns the status the caller was answered, for the
+// forwarding member's audit log.
+func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, p Peer, plane Plane, fail func(http.ResponseWriter, error)) int {
+	sw := &statusWriter{ResponseWriter: w}
+	w = sw
 	// A stream or a large file may take longer than the server's own
 	// read and write deadlines: the member at the other end has its own.
 	rc := http.NewResponseController(w)
@@ -62,7 +65,32 @@ func (f *Fleet) Forward(w http.ResponseWriter, r *http.Request, p Peer, plane Pl
 		},
 	}
 	proxy.ServeHTTP(w, r)
+	return sw.status
 }
+
+// statusWriter keeps the status a ResponseWriter was given; Unwrap lets
+// http.ResponseController reach the flushes, deadlines and upgrades of
+// the one it wraps.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Others are the members other than this one.
 func (f *Fleet) Others(ctx context.Context) []Peer {

@@ -138,7 +138,7 @@ func httpRelay(t *testing.T, ip string, targets ...string) *relay {
 // names itself forwarded) are still answered by node-b, and neither
 // impostor captures a token, a key or the code; the fleet listener
 // refuses a client without the key; node-b's audit log names the caller
-// node-a served.
+// node-a served, and node-a's has a line of each request it forwarded.
 func TestFleetImpostor(t *testing.T) {
 	nsB := namespace + "-fleet"
 	setupNamespace(t, nsB)
@@ -186,6 +186,11 @@ func TestFleetImpostor(t *testing.T) {
 	if !auditNames(t, b, id, "127.0.0.5") {
 		t.Errorf("node-b's audit log has no line for %s from 127.0.0.5, the caller node-a served: %v", id, b.auditLines(t))
 	}
+	// node-a writes a line of its own: what it forwarded, for whom, to
+	// which member, and the answer.
+	if !forwardLine(t, a, id, "127.0.0.5", 200) {
+		t.Errorf("node-a's audit log has no request_forwarded line for %s from 127.0.0.5 answered 200: %v", id, a.auditLines(t))
+	}
 
 	// E2B: a sandbox made on node-b, reached through node-a.
 	sbx, envdToken := e2bCreate(t, b.e2b)
@@ -206,6 +211,9 @@ func TestFleetImpostor(t *testing.T) {
 	kill.Header.Set("X-API-KEY", fleetE2B)
 	if c, body := e2bDo(t, kill); c != 204 {
 		t.Errorf("DELETE /sandboxes/%s through node-a: %d %s", sbx, c, body)
+	}
+	if !forwardLine(t, a, sbx, "127.0.0.1", 204) {
+		t.Errorf("node-a's audit log has no request_forwarded line for the kill of %s: %v", sbx, a.auditLines(t))
 	}
 
 	for _, imp := range []struct {
@@ -277,6 +285,18 @@ func auditNames(t *testing.T, n *fleetNode, id, who string) bool {
 	for _, l := range n.auditLines(t) {
 		line, _ := json.Marshal(l)
 		if bytes.Contains(line, []byte(id)) && strings.HasPrefix(fmt.Sprint(l["caller"]), who) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardLine reports whether n's audit log has a request_forwarded line
+// for session id from who, sent to a member and answered code.
+func forwardLine(t *testing.T, n *fleetNode, id, who string, code int) bool {
+	t.Helper()
+	for _, l := range n.auditLines(t) {
+		if l["event"] == "request_forwarded" && l["session"] == id && strings.HasPrefix(fmt.Sprint(l["caller"]), who) && l["member"] != nil && l["http_status"] == float64(code) {
 			return true
 		}
 	}

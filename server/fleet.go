@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
 )
@@ -70,8 +71,14 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 		// held the session, and it does not.
 		s.reject(w, r, http.StatusNotFound, &APIError{Field: "id", Message: runner.ErrSessionNotFound.Error()}, nil)
 	default:
-		s.cfg.Fleet.Forward(w, r, place.Peer, fleet.PlaneAPI, s.peerFailed)
+		s.forwarded(r, id, place.Peer, s.cfg.Fleet.Forward(w, r, place.Peer, fleet.PlaneAPI, s.peerFailed))
 	}
+}
+
+// forwarded writes the line of a request sent to member p, which
+// answered code (the member writes its own, naming the same caller).
+func (s *Server) forwarded(r *http.Request, id string, p fleet.Peer, code int) {
+	s.audit.Write(audit.Entry{Event: audit.EventForwarded, Interface: audit.HTTP, Caller: caller(r), Session: id, Member: p.Addr, HTTPStatus: code})
 }
 
 // peerFailed answers a request whose member could not be reached: 410 if
@@ -94,7 +101,7 @@ func (s *Server) createElsewhere(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, http.StatusServiceUnavailable, &APIError{Message: "this server is shutting down and takes no new sessions, and no other server of the fleet does: retry shortly"}, nil)
 		return
 	}
-	s.cfg.Fleet.Forward(w, r, peer, fleet.PlaneAPI, s.peerFailed)
+	s.forwarded(r, "", peer, s.cfg.Fleet.Forward(w, r, peer, fleet.PlaneAPI, s.peerFailed))
 }
 
 // listFleet answers GET /v1/sessions with the caller's sessions on every
