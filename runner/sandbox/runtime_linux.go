@@ -156,7 +156,7 @@ func LinkInit(init, codeDir string) error {
 func RunscBinary() (string, error) {
 	p, err := daemon.RuntimeBinary("runsc")
 	if err != nil {
-		return "", fmt.Errorf("runtime runsc: runsc (gVisor) is not installed: run 'make deps' (builds it into %s)", daemon.LibexecDir)
+		return "", fmt.Errorf("runtime runsc: this host has no runsc (gVisor): on a host, run 'make deps' (builds it into %s); in a Kubernetes fleet, send runtime runsc to the gVisor pool's Service (boxer-runsc, docs/fleet.md)", daemon.LibexecDir)
 	}
 	return p, nil
 }
