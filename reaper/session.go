@@ -59,7 +59,21 @@ const (
 	// while that lives, and tells the same reason.
 	LabelSessionEnding = "boxer.session.ending"
 	LabelSessionEnder  = "boxer.session.ender"
+	// LabelSessionHeir names who takes over a held session when its
+	// holder is gone ("serve": the next boxer serve of its namespace,
+	// AdoptableBy): the session does not end with its holder, only by
+	// its own life (removed, idle, lifetime), and until it is taken over
+	// any boxer process ends it so. A session without it ends with its
+	// holder (an MCP client's).
+	LabelSessionHeir = "boxer.session.heir"
 )
+
+// Orphan says whether a session with these labels was made, is held by a
+// process that is gone, and waits for its heir (LabelSessionHeir).
+func Orphan(labels map[string]string) bool {
+	owner := labels[LabelOwner]
+	return owner != "" && labels[LabelSessionHeir] != "" && labels[LabelSessionMade] != "" && labels[LabelSessionReady] == "" && !Alive(owner)
+}
 
 // BeingMade says whether a session with these labels is still being made
 // by a live process (see LabelSessionMade).
@@ -147,7 +161,11 @@ func SessionEnd(labels map[string]string, used, now time.Time, running func() bo
 		return reason
 	}
 	owner := labels[LabelOwner]
-	if owner != "" && !Alive(owner) {
+	if Orphan(labels) {
+		// Its heir takes it over; meanwhile it lives as one nobody
+		// holds.
+		owner = ""
+	} else if owner != "" && !Alive(owner) {
 		return EndHolderGone
 	}
 	if owner != "" && labels[LabelSessionMade] == "" {

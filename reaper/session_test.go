@@ -46,7 +46,8 @@ func TestSessionEndIdle(t *testing.T) {
 
 // TestSessionEndWhileMade: a session being made by a live process is its
 // maker's, whatever its timeouts and its task's state; once its maker is
-// gone it is over; one being removed is over for its remover's reason, and
+// gone it is over, unless it was made and has an heir (then it lives as
+// a detached one: its timeouts and its sandbox); one being removed is over for its remover's reason, and
 // left to that remover while it lives.
 func TestSessionEndWhileMade(t *testing.T) {
 	now := time.Now()
@@ -75,6 +76,11 @@ func TestSessionEndWhileMade(t *testing.T) {
 		{"being made, idle timeout past", base(map[string]string{LabelOwner: Self()}), now.Add(-time.Minute), "", true, false, ""},
 		{"being made, deadline past", base(map[string]string{LabelOwner: Self(), LabelSessionDeadline: strconv.FormatInt(now.Unix(), 10)}), now, "", true, false, ""},
 		{"maker gone", base(map[string]string{LabelOwner: dead}), now, EndHolderGone, false, false, ""},
+		{"maker with an heir gone", base(map[string]string{LabelOwner: dead, LabelSessionHeir: "serve"}), now, EndHolderGone, false, false, ""},
+		{"made, holder gone", base(map[string]string{LabelOwner: dead, LabelSessionMade: "true"}), now, EndHolderGone, false, false, ""},
+		{"made, holder with an heir gone, sandbox stopped", base(map[string]string{LabelOwner: dead, LabelSessionMade: "true", LabelSessionHeir: "serve"}), now, EndExited, false, false, ""},
+		{"made, holder with an heir gone, idle timeout past", base(map[string]string{LabelOwner: dead, LabelSessionMade: "true", LabelSessionHeir: "serve"}), now.Add(-time.Minute), EndIdle, false, false, ""},
+		{"ready, holder with an heir gone", base(map[string]string{LabelOwner: dead, LabelSessionMade: "true", LabelSessionHeir: "serve", LabelSessionReady: "true"}), now, EndHolderGone, false, false, ""},
 		{"made, held, idle timeout past", base(map[string]string{LabelOwner: Self(), LabelSessionMade: "true"}), now.Add(-time.Minute), EndIdle, false, false, ""},
 		{"made, detached, sandbox exited", base(map[string]string{LabelSessionMade: "true"}), now, EndExited, false, false, ""},
 		{"made before the label, detached, sandbox exited", base(nil), now, EndExited, false, false, ""},

@@ -191,9 +191,10 @@ func (k *keeper) over() bool {
 	} else if err != nil {
 		return false
 	}
-	if info.Labels[reaper.LabelOwner] != "" {
+	if info.Labels[reaper.LabelOwner] != "" && !reaper.Orphan(info.Labels) {
 		// Held (a server's, an MCP client's): its holder ends it, and
-		// says so in its audit log.
+		// says so in its audit log. One whose holder is gone waits for
+		// its heir as one nobody holds.
 		return false
 	}
 	// Only its lifetime: an idle session is ended by the next boxer

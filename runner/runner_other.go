@@ -159,3 +159,6 @@ func (r *Runner) SetSessionAllow(context.Context, string, string, []string, cont
 
 // HoldStream holds nothing off Linux.
 func (r *Runner) HoldStream(string) (func(), error) { return func() {}, nil }
+
+// AdoptSessions takes over nothing off Linux.
+func (r *Runner) AdoptSessions(context.Context, string) []string { return nil }

@@ -81,8 +81,10 @@ func interpreted(lang string) bool { return lang == "python" || lang == "python-
 
 // sessionMeta is what makes a sandbox a session's.
 type sessionMeta struct {
-	caller   string
-	held     bool
+	caller string
+	held   bool
+	// heir takes it over when its holder is gone (Options.SessionHeir).
+	heir     string
 	created  time.Time
 	deadline time.Time
 	// backstop is the latest deadline the session may have: its sandbox
@@ -144,6 +146,9 @@ func (m *sessionMeta) shape(spec *specs.Spec, req contract.Request, secretEnv []
 		spec.Process.Args = oci.InitArgs([]string{"sleep", secs}, false)
 	}
 	labels[reaper.LabelSession] = m.caller
+	if m.heir != "" {
+		labels[reaper.LabelSessionHeir] = m.heir
+	}
 	labels[reaper.LabelSessionLang] = req.Lang
 	labels[reaper.LabelSessionDeadline] = strconv.FormatInt(m.deadline.Unix(), 10)
 	labels[reaper.LabelSessionIdle] = strconv.FormatInt(int64(m.idle/time.Second), 10)
@@ -222,7 +227,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, 
 	// normalize capped lifetime at the maximum: the backstop is after the
 	// deadline.
 	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))
-	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
+	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, heir: heirOf(sr), created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
 	err = sb.make(ctx, rootfs)
 	if err == nil {
 		err = sb.openSession(ctx)

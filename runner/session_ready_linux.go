@@ -299,6 +299,7 @@ func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr contract.Sess
 		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
 	labels, err := sb.container.SetLabels(opCtx, map[string]string{
+		reaper.LabelSessionHeir:     heirOf(sr),
 		reaper.LabelSession:         sr.Caller,
 		reaper.LabelSessionDeadline: strconv.FormatInt(rec.Deadline.Unix(), 10),
 		reaper.LabelSessionIdle:     strconv.FormatInt(int64(idle/time.Second), 10),

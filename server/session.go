@@ -39,6 +39,12 @@ type SessionRequest struct {
 	// language's modules, is taken if there is one).
 }
 
+// SessionHeir is the heir of the sessions boxer's API makes: the next
+// boxer serve of the namespace takes them over when this one is killed
+// or crashes (runner.SessionRequest.Heir). MCP's sessions, and E2B's
+// until their records outlive the server, end with the server.
+const SessionHeir = "serve"
+
 // CallRequest is the body of POST /v1/sessions/{id}/runs.
 type CallRequest struct {
 	Code        string            `json:"code" jsonschema:"the code to run in the session"`
@@ -173,6 +179,9 @@ func (s *Server) handleSessionCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	body.Runtime = cmp.Or(body.Runtime, s.cfg.Runtime)
 	sr, err := body.sessionRequest(s.cfg.Max, owner(r))
+	// The next server of this namespace takes it over should this one
+	// be killed (AdoptSessions).
+	sr.Heir = SessionHeir
 	if err == nil {
 		var sess runner.Session
 		sess, err = s.runner.CreateSession(r.Context(), sr, s.cfg.Max, s.cfg.Sessions)

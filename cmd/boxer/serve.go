@@ -184,6 +184,9 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
+	if ids := r.AdoptSessions(c.Context, server.SessionHeir); len(ids) > 0 {
+		fmt.Fprintf(os.Stderr, "boxer: took over %d session(s) a server before this one held: %s\n", len(ids), strings.Join(ids, " "))
+	}
 	srv := server.New(r, cfg)
 	hs := &http.Server{
 		Handler:           srv.Handler(),

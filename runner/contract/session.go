@@ -50,6 +50,11 @@ type SessionRequest struct {
 	// Held sessions end with the process that made them (a server's, an
 	// MCP client's); others live on their own until they expire.
 	Held bool
+	// Heir, for a held session, names who takes it over when its holder
+	// is gone ("serve": the next boxer serve of its namespace, see
+	// Runner.AdoptSessions): it ends only by its own life, never with a
+	// process. Empty: it ends with its holder.
+	Heir string
 	// NoPreload asks for a session whose interpreter has imported nothing
 	// ahead of its calls: it never takes a ready session (those hold a
 	// preset's Preload modules).
