@@ -36,10 +36,16 @@ type cliResult struct {
 // user config of E2B's).
 func (e *e2bServer) e2bCLI(t *testing.T, key string, stdin *string, args ...string) cliResult {
 	t.Helper()
+	return runE2BCLI(t, e.cliEnv(t, key), stdin, args...)
+}
+
+// runE2BCLI runs E2B's CLI in env.
+func runE2BCLI(t *testing.T, env []string, stdin *string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{e2bCLIPath(t)}, args...)...)
-	cmd.Env = e.cliEnv(t, key)
+	cmd.Env = env
 	if stdin != nil {
 		cmd.Stdin = strings.NewReader(*stdin)
 	}
@@ -171,6 +177,25 @@ func TestE2BCLI(t *testing.T) {
 	}
 	cli("sandbox", "kill", "--all").want(t, "sandbox kill --all", 0, "Killed 2 running sandboxes")
 	cli("sandbox", "list", "--state", "running,paused").want(t, "sandbox list at the end", 0, "No sandboxes found")
+	e.stop(t)
+	assertClean(t)
+}
+
+// TestE2BCLIDomain: the CLI finds the server by host names over TLS
+// (E2B_DOMAIN with --e2b-domain), as it finds E2B's cloud.
+func TestE2BCLIDomain(t *testing.T) {
+	e, domainEnv := startE2BDomain(t)
+	env := append(append(os.Environ(), "HOME="+t.TempDir(), "E2B_API_KEY="+e.keys[0], "NO_UPDATE_NOTIFIER=1"), domainEnv...)
+	r := runE2BCLI(t, env, nil, "sandbox", "create", "--detach")
+	r.want(t, "sandbox create --detach", 0)
+	id := strings.TrimSpace(r.stdout)
+	if !sandboxIDForm.MatchString(id) {
+		t.Fatalf("sandbox create --detach printed %q, not a sandbox ID: %s", id, r.stderr)
+	}
+	runE2BCLI(t, env, nil, "sandbox", "exec", id, "echo", "over TLS").want(t, "sandbox exec", 0, "over TLS\n")
+	runE2BCLI(t, env, nil, "sandbox", "info", id).want(t, "sandbox info", 0, "Sandbox domain: sb.test:")
+	runE2BCLI(t, env, nil, "template", "list").want(t, "template list", 0, "code-interpreter-v1")
+	runE2BCLI(t, env, nil, "sandbox", "kill", id).want(t, "sandbox kill", 0, "Sandbox "+id+" has been killed")
 	e.stop(t)
 	assertClean(t)
 }
