@@ -72,6 +72,7 @@ func (s *Server) controlPlane() http.Handler {
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
 	mux.HandleFunc("PUT /sandboxes/{id}/network", s.handleNetwork)
 	mux.HandleFunc("GET /templates/aliases/{alias}", handleAlias)
+	mux.HandleFunc("GET /templates", s.handleTemplates)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if feature := unsupportedFeature(r.URL.Path); feature != "" {
 			writeError(w, http.StatusNotImplemented, fmt.Sprintf("%s %s: %s is not supported by boxer's E2B API (docs/e2b.md says what is)", r.Method, quote.Cut(r.URL.Path), feature))

@@ -116,6 +116,8 @@ type Server struct {
 	boxes map[string]*sandbox
 	// interp holds the code interpreter's contexts (interp.go).
 	interp interpreters
+	// started is when the server started: its templates' age.
+	started time.Time
 }
 
 // sandbox is E2B's view of one session.
@@ -172,7 +174,7 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("the default network must be %q or %q, not %q", DefaultNetworkNone, DefaultNetworkAllowlist, cfg.DefaultNetwork)
 	}
-	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}}
+	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}, started: time.Now()}
 	for _, k := range cfg.Keys {
 		if err := CheckKey(k); err != nil {
 			return nil, err

@@ -84,10 +84,26 @@ func processRequest(sb *sandbox, m *pb.StartRequest) (runner.ProcessRequest, err
 		preq.Cwd = cwd
 	}
 	if m.Pty != nil {
-		size := m.GetPty().GetSize()
-		preq.PTY = &runner.TermSize{Cols: size.GetCols(), Rows: size.GetRows()}
+		size := termSize(m.GetPty().GetSize())
+		preq.PTY = &size
 	}
 	return preq, nil
+}
+
+// termSize is a terminal's size as E2B's envd takes it: a side of 0 (a
+// client whose own terminal says no size, as script(1) or a CI runner
+// gives E2B's CLI) is the size a terminal has by default, 80 columns by
+// 24 rows, where E2B's envd sets the kernel's 0 that programs read as
+// unknown and take the same way.
+func termSize(size *pb.PTY_Size) runner.TermSize {
+	ts := runner.TermSize{Cols: size.GetCols(), Rows: size.GetRows()}
+	if ts.Cols == 0 {
+		ts.Cols = 80
+	}
+	if ts.Rows == 0 {
+		ts.Rows = 24
+	}
+	return ts
 }
 
 // rpcPathAnywhere resolves a working directory: "~" and relative ones
@@ -384,8 +400,7 @@ func (p *processService) Update(ctx context.Context, req *connect.Request[pb.Upd
 	if !info.PTY {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %d has no terminal to resize: start it with a pty", info.PID))
 	}
-	size := req.Msg.GetPty().GetSize()
-	if err := p.s.runner.ResizeProcess(ctx, sb.ID, sb.Caller, strconv.Itoa(info.ID), runner.TermSize{Cols: size.GetCols(), Rows: size.GetRows()}); err != nil {
+	if err := p.s.runner.ResizeProcess(ctx, sb.ID, sb.Caller, strconv.Itoa(info.ID), termSize(req.Msg.GetPty().GetSize())); err != nil {
 		return nil, rpcError(err)
 	}
 	return connect.NewResponse(&pb.UpdateResponse{}), nil

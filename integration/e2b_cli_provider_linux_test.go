@@ -1,0 +1,41 @@
+package integration
+
+import (
+	"testing"
+)
+
+// An agent framework's E2B provider, unchanged, against boxer serve:
+// Mastra's workspace sandbox (@mastra/e2b, pinned in package-lock.json)
+// with a template of boxer's makes its sandbox (always with onTimeout:
+// 'pause'), runs commands and processes, writes and reads files, pauses
+// (stop) and finds it again by its metadata (start), and kills it; with
+// its default it would build its own template, which boxer refuses with
+// its 501.
+
+func TestE2BProvider(t *testing.T) {
+	for _, c := range []struct{ runtime, template string }{
+		{"runc", "base"},
+		{"runsc", "bash"},
+	} {
+		t.Run(c.runtime, func(t *testing.T) {
+			e := startE2B(t, "--runtime", c.runtime)
+			out := lines(e.node(t, e.keys[0], envdScript(t, "mastra_provider.mjs"), "TEMPLATE="+c.template))
+			checkLines(t, "provider", out, []string{
+				`started running true`,
+				`command 0 true "hello from /home/user\n"`,
+				`exit 4 false`,
+				`read from mastra 3`,
+				`process 0 "got typed\n"`,
+				`listed true`,
+				`killed true`,
+				`port url true`,
+				`stopped stopped`,
+				`again running true from mastra`,
+				`destroyed destroyed`,
+				`default BuildError 501: POST /v3/templates: templates is not supported by boxer's E2B API (docs/e2b.md says what is)`,
+			})
+			e.stop(t)
+		})
+	}
+	assertClean(t)
+}
