@@ -20,10 +20,7 @@ func TestSessionOutlivesServer(t *testing.T) {
 	must(t, os.WriteFile(tokens, []byte(tokenA+"\n"+tokenB+"\n"), 0o600))
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
-			// No shared shims on the server killed: a SIGKILL while it
-			// makes one can leave that shim behind (a leak of its own,
-			// not this test's subject).
-			s := startServer(t, "--token-file", tokens, "--shared-shims", "0")
+			s := startServer(t, "--token-file", tokens)
 			code, data := sessionHTTP(t, s, tokenA, "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`"}`)
 			var sess struct{ ID string }
 			if code != 201 || json.Unmarshal(data, &sess) != nil {

@@ -102,7 +102,11 @@ func (cfg Config) reap(ctx context.Context) {
 			leftovers = append(leftovers, c.ID())
 			continue
 		}
-		if !created {
+		if !created || labels[LabelAnchor] == "true" {
+			// An anchor's shim may still hold a member whose task
+			// creation its boxer's death cut short, lost to containerd
+			// (seen: a server killed while it filled its warm pool): the
+			// sweep ends it.
 			leftovers = append(leftovers, c.ID())
 		}
 	}
