@@ -36,6 +36,9 @@ var (
 	// namespace is this run's own, so that two test runs on one host (a
 	// developer's and CI's) never see each other's sandboxes or cgroups.
 	namespace = "bt-" + strconv.Itoa(os.Getpid())
+	// testWorld is this run's directory (containerd's root and state,
+	// boxer's): another run's is another /tmp/bxt-*.
+	testWorld string
 	client    *containerd.Client
 )
 
@@ -50,6 +53,7 @@ func testMain(m *testing.M) int {
 	}
 	// Short paths: unix sockets live under stateDir and must stay under 108 bytes.
 	base, err := os.MkdirTemp("", "bxt-")
+	testWorld = base
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
