@@ -11,6 +11,7 @@ import (
 	"github.com/boxer-dev/boxer/fault"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 	sandboxes "github.com/containerd/containerd/v2/core/sandbox"
@@ -138,14 +139,14 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 	if _, err := r.Containerd.SandboxStore().Create(ctx, rec); err != nil {
 		return fmt.Errorf("recording shared shim %s: %w", a.id, err)
 	}
-	if err := sb.make(ctx, rootfs); err != nil {
+	if err := sb.Make(ctx, rootfs); err != nil {
 		return err
 	}
-	if err := sb.to(stateRunning, stateCreated); err != nil {
+	if err := sb.To(box.StateRunning, box.StateCreated); err != nil {
 		return err
 	}
-	if err := sb.task.Start(ctx); err != nil {
-		return &runtimeError{step: "starting shared shim", err: err}
+	if err := sb.Task.Start(ctx); err != nil {
+		return &box.RuntimeError{Step: "starting shared shim", Err: err}
 	}
 	return nil
 }
@@ -169,7 +170,7 @@ func (r *Runner) anchorRootfs(ctx context.Context) (snapshots.Rootfs, error) {
 // happens; ended on its own, its shim died (the anchor only waits): its
 // members' runs end with an error, and a new anchor takes its slot.
 func (r *Runner) watchAnchor(a *anchor) {
-	st := <-a.sb.statusC
+	st := <-a.sb.StatusC
 	close(a.exited)
 	if news, remove := r.shims.died(a); news {
 		l := log.L.WithError(st.Error())
@@ -198,7 +199,7 @@ func (r *Runner) shimDied(ctx context.Context, sb *sandbox) bool {
 		return true
 	default:
 	}
-	st, err := a.sb.task.Status(ctx)
+	st, err := a.sb.Task.Status(ctx)
 	if err == nil && st.Status == containerd.Running {
 		return false
 	}

@@ -96,7 +96,7 @@ func (k *keeper) start(req contract.ProcessRequest) (contract.ProcessInfo, error
 		if p.stdin != nil {
 			p.stdin.Close()
 		}
-		return contract.ProcessInfo{}, &runtimeError{step: "starting a process in the session", err: err}
+		return contract.ProcessInfo{}, &box.RuntimeError{Step: "starting a process in the session", Err: err}
 	}
 	_ = reaper.TouchSession(k.runDir, time.Now())
 	select {
@@ -178,7 +178,7 @@ func drainProcess(process containerd.Process) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(drainTimeout):
+	case <-time.After(box.DrainTimeout):
 		process.IO().Cancel()
 	}
 	process.IO().Close()
@@ -212,7 +212,7 @@ func (k *keeper) signal(p *keptProcess, sig unix.Signal) error {
 	var stderr bytes.Buffer
 	kp, err := k.task.Exec(k.ctx, "kill-"+strconv.FormatInt(time.Now().UnixNano(), 36), &proc, cio.NewCreator(cio.WithStreams(nil, io.Discard, &stderr)))
 	if err != nil {
-		return &runtimeError{step: "signalling a process", err: err}
+		return &box.RuntimeError{Step: "signalling a process", Err: err}
 	}
 	defer kp.Delete(context.WithoutCancel(k.ctx), containerd.WithProcessKill)
 	statusC, err := kp.Wait(k.ctx)
@@ -220,7 +220,7 @@ func (k *keeper) signal(p *keptProcess, sig unix.Signal) error {
 		return err
 	}
 	if err := kp.Start(k.ctx); err != nil {
-		return &runtimeError{step: "signalling a process", err: err}
+		return &box.RuntimeError{Step: "signalling a process", Err: err}
 	}
 	select {
 	case st := <-statusC:

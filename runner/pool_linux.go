@@ -148,10 +148,10 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req contra
 		// when a request waits for one.
 		p.settle(ctx, func() bool { return p.waiting.Load() > 0 })
 		sb := r.newSandbox(box.NewID(), req, true)
-		if err := sb.make(ctx, rootfs); err != nil {
+		if err := sb.Make(ctx, rootfs); err != nil {
 			log.G(ctx).WithError(err).Warn("pre-creating a sandbox")
 			if err := sb.destroy(ctx); err != nil {
-				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 			}
 			backoff.wait(ctx)
 			continue
@@ -161,7 +161,7 @@ func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req contra
 		case ch <- sb:
 		case <-ctx.Done():
 			if err := sb.destroy(ctx); err != nil {
-				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func (p *pool) teardown(ctx context.Context, sb *sandbox) {
 	}
 	defer p.pending.Add(-1)
 	if err := sb.destroy(ctx); err != nil {
-		log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
+		log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 	}
 }
 
@@ -235,7 +235,7 @@ func (r *Runner) closePool() {
 			select {
 			case sb := <-ch:
 				if err := sb.destroy(context.Background()); err != nil {
-					log.L.WithError(err).Warnf("removing sandbox %s", sb.id)
+					log.L.WithError(err).Warnf("removing sandbox %s", sb.ID)
 				}
 				continue
 			default:

@@ -17,11 +17,9 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/daemon"
-	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
-	"github.com/boxer-dev/boxer/secrets"
 	"github.com/boxer-dev/boxer/snapshots"
 )
 
@@ -42,16 +40,13 @@ type Runner struct {
 	handedMu  sync.Mutex
 	handedOff []string
 	reaper    *reaper.Reaper
-	egress    egressSetup
 	pool      *pool
 	ready     *readyPool
 	// shims are the shared shims of runc sandboxes; nil: a shim each.
 	shims      *shimSet
 	shimWarned atomic.Bool
-	secrets    *secrets.Store
 	// keeper starts a session's keeper (Options.Keeper).
 	keeper []string
-	inject []secrets.Injection
 	// sessionID makes new sessions' IDs (Options.SessionID).
 	sessionID func(prefix string) string
 	cleanups  sync.WaitGroup
@@ -100,19 +95,19 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 			Owner:      reaper.Self(),
 			Shim:       runcShim,
 			Wrap:       box.WrapBinary(),
+			Secrets:    o.Secrets,
+			Inject:     o.Inject,
 		},
 		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
 		useStandby:     o.Standby,
 		handOff:        o.HandOff,
-		secrets:        o.Secrets,
 		keeper:         o.Keeper,
-		inject:         o.Inject,
 		sessionID:      o.SessionID,
 		ceilings:       o.Ceilings,
 		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
 		making:         map[string]string{},
 	}
-	if r.egress, err = newEgressSetup(r.StateDir, o.Egress); err != nil {
+	if r.Egress, err = box.NewEgressSetup(o.Egress); err != nil {
 		client.Close()
 		return nil, err
 	}
@@ -213,7 +208,7 @@ func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Re
 		return res, err
 	}
 	res.Runtime, res.Image = req.Runtime, req.ImageName()
-	if err := r.checkSecretsAvailable(req); err != nil {
+	if err := r.CheckSecretsAvailable(req); err != nil {
 		return res, err
 	}
 	defer r.busy()()
@@ -222,15 +217,15 @@ func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Re
 		defer func() { retErr = errors.Join(retErr, r.release(ctx, sb)) }()
 	}
 	if err == nil {
-		err = sb.deliver(req.Delivery())
+		err = sb.Deliver(req.Delivery())
 	}
 	if err == nil {
-		err = sb.start(ctx, req.Stdin)
+		err = sb.Start(ctx, req.Stdin)
 	}
 	if err != nil {
 		return startFailed(res, err)
 	}
-	e, err := sb.wait(ctx, req.Timeout)
+	e, err := sb.Wait(ctx, req.Timeout)
 	if err != nil {
 		return res, err
 	}
@@ -254,7 +249,7 @@ func (r *Runner) sandboxFor(ctx context.Context, id string, req contract.Request
 		return nil, err
 	}
 	sb := r.newSandbox(id, req, false)
-	return sb, sb.make(ctx, rootfs)
+	return sb, sb.Make(ctx, rootfs)
 }
 
 // rootfsFor checks the host's cgroups and returns the root of req's image.
@@ -278,7 +273,7 @@ func (r *Runner) rootfsFor(ctx context.Context, req contract.Request) (snapshots
 func (r *Runner) release(ctx context.Context, sb *sandbox) error {
 	if sb.handOff {
 		r.handedMu.Lock()
-		r.handedOff = append(r.handedOff, sb.id)
+		r.handedOff = append(r.handedOff, sb.ID)
 		r.handedMu.Unlock()
 		return nil
 	}
@@ -298,7 +293,7 @@ func (r *Runner) release(ctx context.Context, sb *sandbox) error {
 // runtime's 126 or 127 when it could not execute the command, else boxer's
 // failure (125).
 func startFailed(res contract.Result, err error) (contract.Result, error) {
-	var rt *runtimeError
+	var rt *box.RuntimeError
 	if errors.As(err, &rt) {
 		if code, detail, ok := contract.ExecFailure(rt.Error()); ok {
 			res.ExitCode, res.Error = code, detail
@@ -308,78 +303,44 @@ func startFailed(res contract.Result, err error) (contract.Result, error) {
 	return res, err
 }
 
-// runtimeError is the runtime's failure to create or start a sandbox, as
-// containerd reports it: the only errors execFailure reads.
-type runtimeError struct {
-	step string
-	err  error
-}
-
-func (e *runtimeError) Error() string { return e.step + ": " + e.err.Error() }
-func (e *runtimeError) Unwrap() error { return e.err }
-
 // result completes res from how the program ended, its output, and the
 // files it left for --copy-out (also after a timeout or an OOM kill).
-func (sb *sandbox) result(res contract.Result, e exit, d contract.Delivery) (contract.Result, error) {
-	res.DurationMs = float64(e.duration.Microseconds()) / 1000
-	res.MemoryPeakBytes = e.stats.MemoryPeakBytes
-	res.CPUTimeMs = float64(e.stats.CPUTimeNs/1000) / 1000
-	res.Stdout, res.StdoutTruncated = sb.stdout.Text()
-	res.Stderr, res.StderrTruncated = sb.stderr.Text()
-	if sb.link != nil {
-		n := sb.link.Report()
+func (sb *sandbox) result(res contract.Result, e box.Exit, d contract.Delivery) (contract.Result, error) {
+	res.DurationMs = float64(e.Duration.Microseconds()) / 1000
+	res.MemoryPeakBytes = e.Stats.MemoryPeakBytes
+	res.CPUTimeMs = float64(e.Stats.CPUTimeNs/1000) / 1000
+	res.Stdout, res.StdoutTruncated = sb.Stdout.Text()
+	res.Stderr, res.StderrTruncated = sb.Stderr.Text()
+	if sb.Link != nil {
+		n := sb.Link.Report()
 		res.Network = &n
 	}
-	res.Secrets, res.Injected = sb.plan.FileNames(), sb.plan.InjectedHeaders()
+	res.Secrets, res.Injected = sb.Plan.FileNames(), sb.Plan.InjectedHeaders()
 	var copyErr error
-	if d.CopyOut != "" && !e.facts.Interrupted {
-		res.FilesOut, res.FilesSkipped, copyErr = box.CopyOut(sb.dirs.Workspace, d.CopyOut, sb.req.TmpBytes)
+	if d.CopyOut != "" && !e.Facts.Interrupted {
+		res.FilesOut, res.FilesSkipped, copyErr = box.CopyOut(sb.Dirs.Workspace, d.CopyOut, sb.Req.TmpBytes)
 		if res.FilesOut == nil {
 			res.FilesOut = []contract.File{}
 		}
 	}
-	if len(d.ReturnFiles) > 0 && !e.facts.Interrupted {
-		res.Files = box.ReturnFiles(sb.dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
+	if len(d.ReturnFiles) > 0 && !e.Facts.Interrupted {
+		res.Files = box.ReturnFiles(sb.Dirs.Workspace, d.ReturnFiles, d.ReturnBytes)
 	}
-	o := contract.Classify(e.facts)
+	o := contract.Classify(e.Facts)
 	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal
 	execFailed := false
 	if o.Status == contract.StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
 		// Told as a runtime's failure to execute it is (startFailed).
 		var detail string
-		if detail, execFailed = contract.InitExecFailure(e.facts.Status, res.Stdout, res.Stderr); execFailed {
+		if detail, execFailed = contract.InitExecFailure(e.Facts.Status, res.Stdout, res.Stderr); execFailed {
 			res.Status, res.Error, res.Stderr = contract.StatusError, detail, ""
 		}
 	}
-	sb.stderr.Release(execFailed)
-	if e.facts.Interrupted {
+	sb.Stderr.Release(execFailed)
+	if e.Facts.Interrupted {
 		return res, contract.ErrInterrupted
 	}
 	return res, copyErr
-}
-
-func (r *Runner) verifyLimits(id string, l oci.Limits) error {
-	quota, period := l.CPUQuota()
-	want := cgroups.Limits{MemoryBytes: uint64(l.MemoryBytes), CPUQuotaUs: quota, CPUPeriodUs: period, Pids: uint64(l.Pids)}
-	got, err := cgroups.ReadLimits(r.Cgroups, reaper.CgroupsPath(r.Namespace, id))
-	if err == nil {
-		err = cgroups.Verify(got, want)
-	}
-	if err != nil {
-		return fmt.Errorf("this host's cgroups do not enforce the sandbox's limits (%w): run 'boxer doctor'", err)
-	}
-	return nil
-}
-
-// destroyLeftover removes a sandbox container found on containerd (the
-// reaper's): the same teardown as any sandbox's.
-func (r *Runner) destroyLeftover(ctx context.Context, c containerd.Container) error {
-	sb := r.newSandbox(c.ID(), contract.Request{}, false)
-	sb.container, sb.state = c, stateCreated
-	if labels, err := c.Labels(ctx); err == nil {
-		sb.anchor = labels[reaper.LabelAnchor] == "true"
-	}
-	return sb.destroy(ctx)
 }
 
 // TakeHandedOff returns the sandboxes this Runner's runs handed off (see
@@ -464,7 +425,7 @@ func (r *Runner) Health(ctx context.Context) contract.Health {
 // host (the reaper's last step: it has removed the run directories of
 // dead boxer processes): their links and their blocks of ids.
 func (r *Runner) sweep(ctx context.Context) {
-	r.sweepLinks(ctx)
+	r.SweepLinks(ctx)
 	r.sweepCheckpoints(ctx)
 	r.SweepUserns(ctx)
 }

@@ -98,6 +98,22 @@ func (r *Runner) removeSession(ctx context.Context, c containerd.Container, reas
 	return r.destroyLeftover(ctx, c)
 }
 
+// releaseSession releases what session id, of run directory runDir,
+// holds beside its sandbox, before Sandbox.Destroy removes the rest: the
+// link its keeper served (unless linked: this process holds it as the
+// sandbox's Link, which the sandbox removes), and its checkpoint, if it
+// has one.
+func (r *Runner) releaseSession(id, runDir string, linked bool) error {
+	var errs []error
+	if !linked {
+		errs = append(errs, r.releaseSessionLink(runDir))
+	}
+	if err := os.RemoveAll(r.checkpointDir(id)); err != nil {
+		errs = append(errs, fmt.Errorf("removing checkpoint: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
 // RemoveSession ends a session of caller ("" for any).
 func (r *Runner) RemoveSession(ctx context.Context, id, caller string) error {
 	s, err := r.findSession(ctx, id, caller, false)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
 )
@@ -51,11 +52,11 @@ func (r *Runner) prepareForks(ctx context.Context, s *liveSession, n int, held b
 		}
 		if !s.paused {
 			if err := task.Pause(opCtx); err != nil {
-				return nil, "", &runtimeError{step: "pausing session", err: err}
+				return nil, "", &box.RuntimeError{Step: "pausing session", Err: err}
 			}
 			defer func() {
 				if rerr := task.Resume(opCtx); rerr != nil {
-					err = errors.Join(err, &runtimeError{step: "resuming session", err: rerr})
+					err = errors.Join(err, &box.RuntimeError{Step: "resuming session", Err: rerr})
 				}
 			}()
 		}
@@ -77,11 +78,11 @@ func (r *Runner) prepareForks(ctx context.Context, s *liveSession, n int, held b
 			backstop: s.rec.Backstop, idle: s.rec.Idle, restore: img, restoreArgs: spec.Process.Args,
 		}
 		forks = append(forks, fork{sb: sb, rootfs: rootfs})
-		sb.lookUpView(ctx, rootfs)
-		if err := sb.prepare(); err != nil {
+		sb.LookUpView(ctx, rootfs)
+		if err := sb.Prepare(); err != nil {
 			return forks, img, err
 		}
-		if err := copySessionFiles(reaper.FilesDir(s.runDir), reaper.FilesDir(sb.runDir)); err != nil {
+		if err := copySessionFiles(reaper.FilesDir(s.runDir), reaper.FilesDir(sb.RunDir)); err != nil {
 			return forks, img, fmt.Errorf("copying session %s's files: %w", s.id, err)
 		}
 	}
@@ -92,10 +93,10 @@ func (r *Runner) prepareForks(ctx context.Context, s *liveSession, n int, held b
 // made, as openSession does a new session.
 func (r *Runner) startFork(ctx context.Context, f fork) (contract.Session, error) {
 	sb := f.sb
-	if err := sb.create(ctx, f.rootfs); err != nil {
+	if err := sb.Create(ctx, f.rootfs); err != nil {
 		return contract.Session{}, err
 	}
-	p, err := contract.LookupPreset(sb.req.Lang)
+	p, err := contract.LookupPreset(sb.Req.Lang)
 	if err != nil {
 		return contract.Session{}, err
 	}
@@ -105,36 +106,36 @@ func (r *Runner) startFork(ctx context.Context, f fork) (contract.Session, error
 	if err := sb.writeForkRecord(); err != nil {
 		return contract.Session{}, err
 	}
-	if err := sb.to(stateRunning, stateCreated); err != nil {
+	if err := sb.To(box.StateRunning, box.StateCreated); err != nil {
 		return contract.Session{}, err
 	}
 	opCtx := context.WithoutCancel(ctx)
-	err = sb.task.Start(opCtx)
-	sb.task.IO().Close()
+	err = sb.Task.Start(opCtx)
+	sb.Task.IO().Close()
 	if err != nil {
-		return contract.Session{}, &runtimeError{step: "restoring a fork", err: err}
+		return contract.Session{}, &box.RuntimeError{Step: "restoring a fork", Err: err}
 	}
-	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
+	if err := r.VerifyLimits(sb.ID, sb.Limits); err != nil {
 		return contract.Session{}, err
 	}
 	now := time.Now()
-	if err := reaper.TouchSession(sb.runDir, now); err != nil {
+	if err := reaper.TouchSession(sb.RunDir, now); err != nil {
 		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
 	made := map[string]string{reaper.LabelSessionMade: "true"}
 	if !sb.session.held {
 		made[reaper.LabelOwner] = ""
 	}
-	if _, err := sb.container.SetLabels(opCtx, made); err != nil {
+	if _, err := sb.Container.SetLabels(opCtx, made); err != nil {
 		return contract.Session{}, fmt.Errorf("marking session made: %w", err)
 	}
 	if len(r.keeper) > 0 && !sb.session.held {
-		if _, err := r.spawnKeeper(sb.runDir, sb.id, keeperHandoff{}); err != nil {
+		if _, err := r.spawnKeeper(sb.RunDir, sb.ID, keeperHandoff{}); err != nil {
 			return contract.Session{}, err
 		}
 	}
-	rec := sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: now, Deadline: sb.session.deadline}
-	return sessionInfo(sb.id, sb.session.caller, rec, nil, now), nil
+	rec := sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: now, Deadline: sb.session.deadline}
+	return sessionInfo(sb.ID, sb.session.caller, rec, nil, now), nil
 }
 
 // destroyAll removes forks that were not all made.

@@ -13,6 +13,7 @@ import (
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -55,7 +56,7 @@ func (r *Runner) PauseSession(ctx context.Context, id, caller string) (_ contrac
 		if _, lerr := s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: ""}); lerr != nil {
 			log.G(ctx).WithError(lerr).Warnf("unmarking session %s paused", id)
 		}
-		return contract.Session{}, &runtimeError{step: "pausing session", err: err}
+		return contract.Session{}, &box.RuntimeError{Step: "pausing session", Err: err}
 	}
 	return s.info(), nil
 }
@@ -85,7 +86,7 @@ func (r *Runner) ResumeSession(ctx context.Context, id, caller string) (_ contra
 		return contract.Session{}, fmt.Errorf("reading session %s's state: %w", id, err)
 	} else if st.Status == containerd.Paused || st.Status == containerd.Pausing {
 		if err := task.Resume(opCtx); err != nil {
-			return contract.Session{}, &runtimeError{step: "resuming session", err: err}
+			return contract.Session{}, &box.RuntimeError{Step: "resuming session", Err: err}
 		}
 	}
 	if s.paused {

@@ -212,7 +212,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, 
 	if len(req.Secrets) > 0 && len(r.keeper) == 0 {
 		return contract.Session{}, contract.FieldErr(contract.FieldSecrets, "%v", errSecretsKeeper)
 	}
-	if err := r.checkSecretsAvailable(req); err != nil {
+	if err := r.CheckSecretsAvailable(req); err != nil {
 		return contract.Session{}, err
 	}
 	if s, ok := r.claimReady(ctx, sr, req, idle, lifetime); ok {
@@ -228,19 +228,19 @@ func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, 
 	// deadline.
 	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))
 	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, heir: heirOf(sr), created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
-	err = sb.make(ctx, rootfs)
+	err = sb.Make(ctx, rootfs)
 	if err == nil {
 		err = sb.openSession(ctx)
 	}
 	if err != nil {
 		if ended := r.endedWhileMade(ctx, sb); ended != nil {
-			log.G(ctx).WithError(err).Debugf("making session %s", sb.id)
+			log.G(ctx).WithError(err).Debugf("making session %s", sb.ID)
 			err = ended
 		}
 		if derr := sb.destroy(ctx); derr != nil {
 			err = errors.Join(err, derr)
 		}
-		var rt *runtimeError
+		var rt *box.RuntimeError
 		if errors.As(err, &rt) {
 			if _, detail, ok := contract.ExecFailure(rt.Error()); ok {
 				err = fmt.Errorf("the session's image cannot run it: %s", detail)
@@ -257,7 +257,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, 
 	switch {
 	case err != nil:
 		return contract.Session{}, errors.Join(err, sb.destroy(ctx))
-	case sb.link != nil:
+	case sb.Link != nil:
 		if err := r.handLink(ctx, sb, ks); err != nil {
 			return contract.Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
 		}
@@ -266,65 +266,65 @@ func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, 
 			return contract.Session{}, errors.Join(fmt.Errorf("handing the session's secrets to its keeper: %w", err), sb.destroy(ctx))
 		}
 	case len(r.keeper) > 0 && !sr.Held:
-		if _, err := r.spawnKeeper(sb.runDir, sb.id, keeperHandoff{}); err != nil {
+		if _, err := r.spawnKeeper(sb.RunDir, sb.ID, keeperHandoff{}); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}
 	}
-	return sessionInfo(sb.id, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, nil, now), nil
+	return sessionInfo(sb.ID, sr.Caller, sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: sb.session.deadline}, nil, now), nil
 }
 
 // openSession delivers the session's support files and record, starts its
 // first process and its interpreter, and marks it made, letting go of it
 // unless it is held.
 func (sb *sandbox) openSession(ctx context.Context) error {
-	p, err := contract.LookupPreset(sb.req.Lang)
+	p, err := contract.LookupPreset(sb.Req.Lang)
 	if err != nil {
 		return err
 	}
 	if err := sb.writeSupport(p); err != nil {
 		return err
 	}
-	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.dirs.SecretEnv, DriverFirst: driverFirst(sb.req)})
+	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.Dirs.SecretEnv, DriverFirst: driverFirst(sb.Req)})
 	if err != nil {
 		return err
 	}
-	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), rec, 0o600); err != nil {
+	if err := reaper.WriteFileAtomic(filepath.Join(sb.RunDir, sessionRecordFile), rec, 0o600); err != nil {
 		return fmt.Errorf("writing session record: %w", err)
 	}
-	uid, gid := sb.hostIDs()
-	if sb.req.CopyIn != "" {
-		if err := box.CopyIn(sb.req.CopyIn, sb.dirs.Workspace, sb.req.TmpBytes, uid, gid); err != nil {
+	uid, gid := sb.HostIDs()
+	if sb.Req.CopyIn != "" {
+		if err := box.CopyIn(sb.Req.CopyIn, sb.Dirs.Workspace, sb.Req.TmpBytes, uid, gid); err != nil {
 			return err
 		}
 	}
-	if err := box.WriteFiles(sb.dirs.Workspace, sb.req.Files, uid, gid); err != nil {
+	if err := box.WriteFiles(sb.Dirs.Workspace, sb.Req.Files, uid, gid); err != nil {
 		return err
 	}
-	if err := sb.to(stateRunning, stateCreated); err != nil {
+	if err := sb.To(box.StateRunning, box.StateCreated); err != nil {
 		return err
 	}
 	opCtx := context.WithoutCancel(ctx)
-	if err := sb.task.Start(opCtx); err != nil {
-		return &runtimeError{step: "starting session", err: err}
+	if err := sb.Task.Start(opCtx); err != nil {
+		return &box.RuntimeError{Step: "starting session", Err: err}
 	}
-	if driverFirst(sb.req) {
+	if driverFirst(sb.Req) {
 		// Its streams are the wire, which calls open.
-		sb.task.IO().Close()
-	} else if interpreted(sb.req.Lang) {
-		spec, err := sb.container.Spec(opCtx)
+		sb.Task.IO().Close()
+	} else if interpreted(sb.Req.Lang) {
+		spec, err := sb.Container.Spec(opCtx)
 		if err != nil {
 			return fmt.Errorf("reading session spec: %w", err)
 		}
 		proc := *spec.Process
-		proc.Args = withSecretEnv(append(p.Command, path.Join("/code", driverFile), driverPid), sb.dirs.SecretEnv, proc.Env)
-		driver, err := sb.task.Exec(opCtx, driverExecID, &proc, wireCreator(sb.runDir))
+		proc.Args = withSecretEnv(append(p.Command, path.Join("/code", driverFile), driverPid), sb.Dirs.SecretEnv, proc.Env)
+		driver, err := sb.Task.Exec(opCtx, driverExecID, &proc, wireCreator(sb.RunDir))
 		if err != nil {
-			return &runtimeError{step: "starting the session's interpreter", err: err}
+			return &box.RuntimeError{Step: "starting the session's interpreter", Err: err}
 		}
 		err = driver.Start(opCtx)
 		driver.IO().Close()
 		if err != nil {
-			return &runtimeError{step: "starting the session's interpreter", err: err}
+			return &box.RuntimeError{Step: "starting the session's interpreter", Err: err}
 		}
 	}
 	if sb.session.ready {
@@ -333,19 +333,19 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	}
 	// Made: its idle time starts now; other processes may end it from now
 	// on, and (not held) it lives on its own (see reaper.SessionEnd).
-	if err := reaper.TouchSession(sb.runDir, time.Now()); err != nil {
+	if err := reaper.TouchSession(sb.RunDir, time.Now()); err != nil {
 		return fmt.Errorf("writing session record: %w", err)
 	}
 	made := map[string]string{reaper.LabelSessionMade: "true"}
 	if !sb.session.held {
 		made[reaper.LabelOwner] = ""
 	}
-	labels, err := sb.container.SetLabels(opCtx, made)
+	labels, err := sb.Container.SetLabels(opCtx, made)
 	if err != nil {
 		return fmt.Errorf("marking session made: %w", err)
 	}
 	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
-		return &contract.SessionEndedError{ID: sb.id, Reason: reason}
+		return &contract.SessionEndedError{ID: sb.ID, Reason: reason}
 	}
 	return nil
 }
@@ -357,11 +357,11 @@ func (sb *sandbox) writeSupport(p contract.Preset) error {
 	if support == nil {
 		support = map[string]string{}
 	}
-	if interpreted(sb.req.Lang) {
+	if interpreted(sb.Req.Lang) {
 		support[driverFile], support[cellFile] = sessionDriver, sessionCell
 	}
 	for name, content := range support {
-		if err := os.WriteFile(filepath.Join(sb.dirs.Code, name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(sb.Dirs.Code, name), []byte(content), 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -373,19 +373,19 @@ func (sb *sandbox) writeSupport(p contract.Preset) error {
 // SessionEndedError with the remover's reason, which says more than what
 // failed under it. nil if it was not.
 func (r *Runner) endedWhileMade(ctx context.Context, sb *sandbox) error {
-	if sb.container == nil {
+	if sb.Container == nil {
 		return nil
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
 	defer cancel()
-	info, err := sb.container.Info(cctx)
+	info, err := sb.Container.Info(cctx)
 	switch {
 	case errdefs.IsNotFound(err):
-		return &contract.SessionEndedError{ID: sb.id, Reason: reaper.EndRemoved}
+		return &contract.SessionEndedError{ID: sb.ID, Reason: reaper.EndRemoved}
 	case err != nil:
 		return nil
 	case info.Labels[reaper.LabelSessionEnding] != "":
-		return &contract.SessionEndedError{ID: sb.id, Reason: info.Labels[reaper.LabelSessionEnding]}
+		return &contract.SessionEndedError{ID: sb.ID, Reason: info.Labels[reaper.LabelSessionEnding]}
 	}
 	return nil
 }

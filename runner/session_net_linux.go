@@ -15,6 +15,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/log"
 )
 
@@ -56,12 +57,12 @@ type sessionNet struct {
 // the gateway's sockets and ks, its secrets; this process's gateway
 // closes.
 func (r *Runner) handLink(ctx context.Context, sb *sandbox, ks *keeperSecrets) error {
-	e := r.egress
-	rec := sessionNet{Gateway: sb.link.GatewayAddr(), Allow: sb.req.AllowHosts, NetBytes: sb.req.NetBytes, UpstreamDNS: e.upstream, Netns: e.netns, AllowNoSNI: e.allowNoSNI}
-	if err := writeSessionNet(sb.runDir, rec); err != nil {
+	e := r.Egress
+	rec := sessionNet{Gateway: sb.Link.GatewayAddr(), Allow: sb.Req.AllowHosts, NetBytes: sb.Req.NetBytes, UpstreamDNS: e.Upstream, Netns: e.Netns, AllowNoSNI: e.AllowNoSNI}
+	if err := writeSessionNet(sb.RunDir, rec); err != nil {
 		return err
 	}
-	files, err := sb.link.GatewayFiles()
+	files, err := sb.Link.GatewayFiles()
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (r *Runner) handLink(ctx context.Context, sb *sandbox, ks *keeperSecrets) e
 	if err := r.handKeeper(ctx, sb, keeperHandoff{gateway: files, secrets: ks}); err != nil {
 		return err
 	}
-	sb.link.Leave()
+	sb.Link.Leave()
 	return nil
 }
 
@@ -119,13 +120,13 @@ func (r *Runner) keeperGateway(runDir string, ks *keeperSecrets) (*egress.Gatewa
 	} else if err != nil {
 		return nil, err
 	}
-	e := egressSetup{upstream: rec.UpstreamDNS, netns: rec.Netns, allowNoSNI: rec.AllowNoSNI}
-	if e.netns != "" {
-		if e.dial, err = egress.NetnsDialer(e.netns); err != nil {
-			return nil, fmt.Errorf("egress namespace %s: %w", e.netns, err)
+	e := box.EgressSetup{Upstream: rec.UpstreamDNS, Netns: rec.Netns, AllowNoSNI: rec.AllowNoSNI}
+	if e.Netns != "" {
+		if e.Dial, err = egress.NetnsDialer(e.Netns); err != nil {
+			return nil, fmt.Errorf("egress namespace %s: %w", e.Netns, err)
 		}
 	}
-	cfg, err := e.gatewayConfig(rec.Allow, rec.NetBytes)
+	cfg, err := e.GatewayConfig(rec.Allow, rec.NetBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func (r *Runner) releaseSessionLink(runDir string) error {
 	if _, err := os.Stat(filepath.Join(runDir, sessionNetFile)); err != nil {
 		return nil
 	}
-	if err := egress.Release(r.egress.opts.Dir, runDir); err != nil {
+	if err := egress.Release(r.Egress.Opts.Dir, runDir); err != nil {
 		return fmt.Errorf("removing the session's network link: %w", err)
 	}
 	return nil

@@ -30,14 +30,14 @@ import (
 // netstack in a fresh namespace would have no loopback at all. A run, and
 // a session on runc, gets the fresh namespace its runtime makes.
 func (sb *sandbox) makeLoopback() error {
-	if sb.session == nil || sb.req.Runtime != "runsc" {
+	if sb.session == nil || sb.Req.Runtime != "runsc" {
 		return nil
 	}
-	path := filepath.Join(sb.runDir, "netns")
+	path := filepath.Join(sb.RunDir, "netns")
 	if err := egress.MakeLoopbackNetns(path); err != nil {
 		return fmt.Errorf("making the session's network namespace: %w", err)
 	}
-	sb.dirs.Netns = path
+	sb.Dirs.Netns = path
 	return nil
 }
 

@@ -177,18 +177,18 @@ func (r *Runner) makeReady(ctx context.Context, req contract.Request, smax contr
 	defer func() {
 		if retErr != nil {
 			if err := sb.destroy(ctx); err != nil {
-				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.id)
+				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 			}
 		}
 	}()
-	if err := sb.make(ctx, rootfs); err != nil {
+	if err := sb.Make(ctx, rootfs); err != nil {
 		return nil, err
 	}
 	if err := sb.openSession(ctx); err != nil {
 		return nil, err
 	}
 	if interpreted(req.Lang) && len(req.Preload) > 0 {
-		if err := preloadDriver(ctx, sb.runDir, req.Preload); err != nil {
+		if err := preloadDriver(ctx, sb.RunDir, req.Preload); err != nil {
 			return nil, err
 		}
 	}
@@ -272,7 +272,7 @@ func (r *Runner) claimReady(ctx context.Context, sr contract.SessionRequest, req
 			p.claimed.Add(1)
 			return s, true
 		}
-		log.G(ctx).WithError(err).Warnf("claiming ready session %s", sb.id)
+		log.G(ctx).WithError(err).Warnf("claiming ready session %s", sb.ID)
 		r.destroyReadyLater(ctx, sb)
 	}
 }
@@ -283,7 +283,7 @@ func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr contract.Sess
 	opCtx := context.WithoutCancel(ctx)
 	// A sandbox that died while it waited (its shim, its interpreter)
 	// would end the session at its first call.
-	if st, err := sb.task.Status(opCtx); err != nil || st.Status != containerd.Running {
+	if st, err := sb.Task.Status(opCtx); err != nil || st.Status != containerd.Running {
 		return contract.Session{}, fmt.Errorf("its sandbox does not run (%v, %v)", st.Status, err)
 	}
 	now := time.Now()
@@ -292,13 +292,13 @@ func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr contract.Sess
 	if err != nil {
 		return contract.Session{}, err
 	}
-	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), data, 0o600); err != nil {
+	if err := reaper.WriteFileAtomic(filepath.Join(sb.RunDir, sessionRecordFile), data, 0o600); err != nil {
 		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
-	if err := reaper.TouchSession(sb.runDir, now); err != nil {
+	if err := reaper.TouchSession(sb.RunDir, now); err != nil {
 		return contract.Session{}, fmt.Errorf("writing session record: %w", err)
 	}
-	labels, err := sb.container.SetLabels(opCtx, map[string]string{
+	labels, err := sb.Container.SetLabels(opCtx, map[string]string{
 		reaper.LabelSessionHeir:     heirOf(sr),
 		reaper.LabelSession:         sr.Caller,
 		reaper.LabelSessionDeadline: strconv.FormatInt(rec.Deadline.Unix(), 10),
@@ -311,15 +311,15 @@ func (r *Runner) claimSession(ctx context.Context, sb *sandbox, sr contract.Sess
 		return contract.Session{}, fmt.Errorf("marking session made: %w", err)
 	}
 	if reason := labels[reaper.LabelSessionEnding]; reason != "" {
-		return contract.Session{}, &contract.SessionEndedError{ID: sb.id, Reason: reason}
+		return contract.Session{}, &contract.SessionEndedError{ID: sb.ID, Reason: reason}
 	}
-	return sessionInfo(sb.id, sr.Caller, rec, labels, now), nil
+	return sessionInfo(sb.ID, sr.Caller, rec, labels, now), nil
 }
 
 // destroyReady removes a ready session nobody claimed.
 func (r *Runner) destroyReady(ctx context.Context, sb *sandbox) {
 	if err := sb.destroy(context.WithoutCancel(ctx)); err != nil {
-		log.G(ctx).WithError(err).Warnf("removing ready session %s", sb.id)
+		log.G(ctx).WithError(err).Warnf("removing ready session %s", sb.ID)
 	}
 }
 

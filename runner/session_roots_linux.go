@@ -61,12 +61,12 @@ func sessionWorkspaceDir(runDir string) string {
 // size, and makes its directories: /workspace and /home/user the sandbox
 // user's (uid:gid on the host), /tmp everyone's with the sticky bit.
 func (sb *sandbox) mountSessionFiles(uid, gid uint32) error {
-	dir := reaper.FilesDir(sb.runDir)
+	dir := reaper.FilesDir(sb.RunDir)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("creating session files: %w", err)
 	}
 	// Its root is root's and never bound: only its directories are.
-	opts := "size=" + strconv.FormatInt(sb.req.TmpBytes, 10) + ",mode=0755"
+	opts := "size=" + strconv.FormatInt(sb.Req.TmpBytes, 10) + ",mode=0755"
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting session files: %w", err)
 	}
@@ -94,9 +94,9 @@ func (sb *sandbox) mountSessionFiles(uid, gid uint32) error {
 			}
 		}
 	}
-	sb.dirs.Workspace = filepath.Join(dir, "workspace")
-	sb.dirs.Tmp = filepath.Join(dir, "tmp")
-	sb.dirs.Home = filepath.Join(dir, "home")
+	sb.Dirs.Workspace = filepath.Join(dir, "workspace")
+	sb.Dirs.Tmp = filepath.Join(dir, "tmp")
+	sb.Dirs.Home = filepath.Join(dir, "home")
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
@@ -142,7 +143,7 @@ func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p contract
 	execID := "call-" + strconv.Itoa(n)
 	process, err := task.Exec(opCtx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr), cio.WithFIFODir(s.runDir)))
 	if err != nil {
-		return end, &runtimeError{step: "starting call", err: err}
+		return end, &box.RuntimeError{Step: "starting call", Err: err}
 	}
 	defer func() {
 		if _, err := process.Delete(opCtx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
@@ -155,7 +156,7 @@ func (r *Runner) execCall(ctx context.Context, s *liveSession, n int, p contract
 	}
 	end.started = time.Now()
 	if err := process.Start(opCtx); err != nil {
-		return end, &runtimeError{step: "starting call", err: err}
+		return end, &box.RuntimeError{Step: "starting call", Err: err}
 	}
 	go func() {
 		if call.Stdin != nil {
@@ -276,7 +277,7 @@ func (r *Runner) drainCall(process containerd.Process) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(drainTimeout):
+	case <-time.After(box.DrainTimeout):
 		process.IO().Cancel()
 	}
 }

@@ -80,30 +80,19 @@ func (h keeperHandoff) close() {
 	}
 }
 
-// named are the values of names that the runner holds.
-func (r *Runner) named(names []string) []secrets.Named {
-	var named []secrets.Named
-	for _, name := range names {
-		if value, ok := r.secrets.Lookup(name); ok {
-			named = append(named, secrets.Named{Name: name, Value: value})
-		}
-	}
-	return named
-}
-
 // keeperSecrets is what the keeper of session sb holds; nil for a
 // session without secrets.
 func (sb *sandbox) keeperSecrets() (*keeperSecrets, error) {
-	if len(sb.plan.Names) == 0 {
+	if len(sb.Plan.Names) == 0 {
 		return nil, nil
 	}
-	ks := &keeperSecrets{Masks: sb.r.named(sb.plan.Names), Inject: sb.injections}
-	if sb.ca != nil {
-		key, err := sb.ca.KeyPEM()
+	ks := &keeperSecrets{Masks: sb.r.Named(sb.Plan.Names), Inject: sb.Injections}
+	if sb.CA != nil {
+		key, err := sb.CA.KeyPEM()
 		if err != nil {
 			return nil, err
 		}
-		ks.CACert, ks.CAKey = sb.ca.CertPEM(), key
+		ks.CACert, ks.CAKey = sb.CA.CertPEM(), key
 	}
 	return ks, nil
 }
@@ -112,7 +101,7 @@ func (sb *sandbox) keeperSecrets() (*keeperSecrets, error) {
 // its gateway's sockets and its secrets: a keeper another command starts
 // meanwhile finds the session kept, and cannot serve it without them.
 func (r *Runner) handKeeper(ctx context.Context, sb *sandbox, h keeperHandoff) error {
-	lock, err := os.OpenFile(filepath.Join(sb.runDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(sb.RunDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			lock.Close()
@@ -123,10 +112,10 @@ func (r *Runner) handKeeper(ctx context.Context, sb *sandbox, h keeperHandoff) e
 		return fmt.Errorf("locking the session's keeper: %w", err)
 	}
 	h.lock = lock
-	if _, err := r.spawnKeeper(sb.runDir, sb.id, h); err != nil {
+	if _, err := r.spawnKeeper(sb.RunDir, sb.ID, h); err != nil {
 		return err
 	}
-	log.G(ctx).Debugf("session %s: its keeper holds it", sb.id)
+	log.G(ctx).Debugf("session %s: its keeper holds it", sb.ID)
 	return nil
 }
 
@@ -257,8 +246,8 @@ func withSecretEnv(args, names, env []string) []string {
 // read from this process's environment), and without the handoff's.
 func (r *Runner) keeperEnv() []string {
 	var values [][]byte
-	for _, name := range r.secrets.Names() {
-		if v, ok := r.secrets.Lookup(name); ok {
+	for _, name := range r.Secrets.Names() {
+		if v, ok := r.Secrets.Lookup(name); ok {
 			if v = bytes.TrimRight(v, "\r\n"); len(v) > 0 {
 				values = append(values, v)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -90,7 +91,7 @@ func (r *Runner) checkpointTask(ctx context.Context, id, dir string, exit bool) 
 		return err
 	}
 	if _, err := r.Containerd.TaskService().Checkpoint(ctx, &tasks.CheckpointTaskRequest{ContainerID: id, Options: opts}); err != nil {
-		return &runtimeError{step: "checkpointing session", err: errgrpc.ToNative(err)}
+		return &box.RuntimeError{Step: "checkpointing session", Err: errgrpc.ToNative(err)}
 	}
 	return nil
 }
@@ -135,7 +136,7 @@ func (r *Runner) CheckpointSession(ctx context.Context, id, caller string) (_ co
 	}
 	if st, err := task.Status(opCtx); err == nil && (st.Status == containerd.Paused || st.Status == containerd.Pausing) {
 		if err := task.Resume(opCtx); err != nil {
-			return contract.Session{}, &runtimeError{step: "thawing session to checkpoint it", err: err}
+			return contract.Session{}, &box.RuntimeError{Step: "thawing session to checkpoint it", Err: err}
 		}
 		frozen = true
 	}
@@ -209,13 +210,13 @@ func (r *Runner) restoreSession(ctx context.Context, s *liveSession) error {
 	}
 	task, err := s.c.NewTask(ctx, wireCreator(s.runDir), containerd.WithRestoreImagePath(dir))
 	if err != nil {
-		return &runtimeError{step: "restoring session", err: err}
+		return &box.RuntimeError{Step: "restoring session", Err: err}
 	}
 	err = task.Start(ctx)
 	task.IO().Close()
 	if err != nil {
 		_, _ = task.Delete(ctx, containerd.WithProcessKill)
-		return &runtimeError{step: "restoring session", err: err}
+		return &box.RuntimeError{Step: "restoring session", Err: err}
 	}
 	s.task = task
 	if err := os.RemoveAll(dir); err != nil {
@@ -306,11 +307,11 @@ func (s *liveSession) deadline() time.Time {
 
 // writeForkRecord writes a fork's session record.
 func (sb *sandbox) writeForkRecord() error {
-	rec, err := json.Marshal(sessionRecord{Request: sb.req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, DriverFirst: true})
+	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, DriverFirst: true})
 	if err != nil {
 		return err
 	}
-	if err := reaper.WriteFileAtomic(filepath.Join(sb.runDir, sessionRecordFile), rec, 0o600); err != nil {
+	if err := reaper.WriteFileAtomic(filepath.Join(sb.RunDir, sessionRecordFile), rec, 0o600); err != nil {
 		return fmt.Errorf("writing session record: %w", err)
 	}
 	return nil

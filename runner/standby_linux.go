@@ -68,21 +68,21 @@ func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle tim
 	until = time.Now().Add(idle)
 	sb := r.newSandbox(box.NewID(), req, true)
 	sb.standby = map[string]string{reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
-	if err := sb.make(ctx, rootfs); err != nil {
+	if err := sb.Make(ctx, rootfs); err != nil {
 		return "", until, errors.Join(err, sb.destroy(ctx))
 	}
 	// The FIFO that wakes its maker is there before any run can claim it.
-	if err := unix.Mkfifo(filepath.Join(sb.runDir, standbyWake), 0o600); err != nil {
-		return "", until, errors.Join(fmt.Errorf("making standby %s's wake FIFO: %w", sb.id, err), sb.destroy(ctx))
+	if err := unix.Mkfifo(filepath.Join(sb.RunDir, standbyWake), 0o600); err != nil {
+		return "", until, errors.Join(fmt.Errorf("making standby %s's wake FIFO: %w", sb.ID, err), sb.destroy(ctx))
 	}
 	// Runs find it by this label, so it goes on once the gate holds the
 	// program: a run that claimed a standby still being made would find no
 	// task, and its removal of the container would leave the task the
 	// maker was creating with none.
-	if _, err := sb.container.SetLabels(ctx, map[string]string{reaper.LabelStandby: key}); err != nil {
-		return "", until, errors.Join(fmt.Errorf("labelling standby %s: %w", sb.id, err), sb.destroy(ctx))
+	if _, err := sb.Container.SetLabels(ctx, map[string]string{reaper.LabelStandby: key}); err != nil {
+		return "", until, errors.Join(fmt.Errorf("labelling standby %s: %w", sb.ID, err), sb.destroy(ctx))
 	}
-	return sb.id, until, nil
+	return sb.ID, until, nil
 }
 
 // standbys counts the unclaimed standbys of shape key, and of all shapes.
@@ -221,17 +221,17 @@ func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, e
 // to this process. Its program is the gate's, still waiting for its line.
 func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract.Request) (*sandbox, error) {
 	sb := r.newSandbox(c.ID(), req, true)
-	sb.state, sb.container = stateHeld, c
-	if err := reaper.AdoptRunDir(sb.runDir); err != nil {
+	sb.Take(c, box.StateHeld)
+	if err := reaper.AdoptRunDir(sb.RunDir); err != nil {
 		return sb, err
 	}
-	wakeMaker(sb.runDir)
-	sb.dirs.Code = filepath.Join(sb.runDir, "code")
-	sb.dirs.Workspace = reaper.WorkspaceDir(sb.runDir)
-	if _, err := os.Stat(sb.dirs.Workspace); err != nil {
+	wakeMaker(sb.RunDir)
+	sb.Dirs.Code = filepath.Join(sb.RunDir, "code")
+	sb.Dirs.Workspace = reaper.WorkspaceDir(sb.RunDir)
+	if _, err := os.Stat(sb.Dirs.Workspace); err != nil {
 		return sb, err
 	}
-	if err := sb.adoptUserns(); err != nil {
+	if err := sb.AdoptUserns(); err != nil {
 		return sb, err
 	}
 	// An image rebuilt since the standby was made (same name, new
@@ -244,25 +244,25 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract
 	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
 		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.ImageName())
 	}
-	sb.limits = box.Limits(req, r.Facts)
+	sb.Limits = box.Limits(req, r.Facts)
 	pr, pw := io.Pipe()
-	sb.stdin, sb.stdinW, sb.gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
-	sb.stdout, sb.stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)
-	sb.stderr.HoldInitLine()
-	stdout, stderr := sb.maskOutput(sb.stdout, sb.stderr)
-	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.stdin, stdout, stderr)))
+	sb.Stdin, sb.StdinW, sb.Gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
+	sb.Stdout, sb.Stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)
+	sb.Stderr.HoldInitLine()
+	stdout, stderr := sb.MaskOutput(sb.Stdout, sb.Stderr)
+	task, err := c.Task(opCtx, cio.NewAttach(cio.WithStreams(sb.Stdin, stdout, stderr)))
 	if err != nil {
 		return sb, fmt.Errorf("attaching to standby: %w", err)
 	}
-	sb.task = task
+	sb.Task = task
 	st, err := task.Status(opCtx)
 	if err != nil || st.Status != containerd.Running {
 		return sb, fmt.Errorf("standby's gate is %s (%v)", st.Status, err)
 	}
-	if err := r.verifyLimits(sb.id, sb.limits); err != nil {
+	if err := r.VerifyLimits(sb.ID, sb.Limits); err != nil {
 		return sb, err
 	}
-	if sb.statusC, err = task.Wait(opCtx); err != nil {
+	if sb.StatusC, err = task.Wait(opCtx); err != nil {
 		return sb, fmt.Errorf("waiting on task: %w", err)
 	}
 	return sb, nil

@@ -7,6 +7,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 
 	"github.com/boxer-dev/boxer/cgroups"
+	"github.com/boxer-dev/boxer/secrets"
 )
 
 // Host is what the sandbox's life needs of the host: the containerd it
@@ -45,7 +46,13 @@ type Host struct {
 	Private bool
 	// Userns is how runc sandboxes get user namespaces.
 	Userns UsernsSetup
-	lease  containerLease
+	// Egress is how sandboxes with egress get their way out.
+	Egress EgressSetup
+	// Secrets are the values requests may name; Inject the headers the
+	// proxy sets from them (see the Options of package runner).
+	Secrets *secrets.Store
+	Inject  []secrets.Injection
+	lease   containerLease
 }
 
 // NewID makes a sandbox's ID.

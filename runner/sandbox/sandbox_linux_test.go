@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"context"
@@ -10,12 +10,11 @@ import (
 
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/runner/contract"
-	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/userns"
 )
 
 // TestSandboxStates: steps go one way, a step out of turn is a typed
-// error, and destroy works from any state, twice too. A prepared sandbox
+// error, and Destroy works from any state, twice too. A prepared sandbox
 // is a run directory and a mounted workspace on the host (needs root), and
 // destroy takes both away.
 func TestSandboxStates(t *testing.T) {
@@ -27,8 +26,8 @@ func TestSandboxStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	leases := t.TempDir()
-	r := &Runner{Host: &box.Host{RunsDir: t.TempDir(), Namespace: "boxer-unit", Cgroups: cgroups.DetectMode(), Facts: box.HostFacts{Init: init},
-		Userns: box.UsernsSetup{Opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}}
+	h := &Host{RunsDir: t.TempDir(), Namespace: "boxer-unit", Cgroups: cgroups.DetectMode(), Facts: HostFacts{Init: init},
+		Userns: UsernsSetup{Opts: userns.Options{Dir: leases, Range: userns.Range{Start: 3 << 30, Count: userns.Size}}}}
 	t.Cleanup(func() {
 		if held, _ := filepath.Glob(filepath.Join(leases, "[0-9]*")); len(held) > 0 {
 			t.Errorf("user id blocks left leased: %v", held)
@@ -41,50 +40,50 @@ func TestSandboxStates(t *testing.T) {
 	ctx := context.Background()
 
 	// From new: nothing to remove.
-	sb := r.newSandbox("bx-new", req, false)
+	sb := h.NewSandbox("bx-new", req, false)
 	var se *stateError
-	if err := sb.start(ctx, nil); !errors.As(err, &se) || se.from != stateNew || se.to != stateRunning {
+	if err := sb.Start(ctx, nil); !errors.As(err, &se) || se.from != StateNew || se.to != StateRunning {
 		t.Errorf("start from new = %v, want a stateError new → running", err)
 	}
 	for range 2 {
-		if err := sb.destroy(ctx); err != nil || sb.state != stateDestroyed {
+		if err := sb.Destroy(ctx); err != nil || sb.state != StateDestroyed {
 			t.Errorf("destroy from new: %v, state %s", err, sb.state)
 		}
 	}
 
 	// From prepared: the run directory, its owner and the workspace go.
-	sb = r.newSandbox("bx-prepared", req, false)
-	if err := sb.prepare(); err != nil {
+	sb = h.NewSandbox("bx-prepared", req, false)
+	if err := sb.Prepare(); err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.prepare(); !errors.As(err, &se) {
+	if err := sb.Prepare(); !errors.As(err, &se) {
 		t.Errorf("preparing twice = %v, want a stateError", err)
 	}
-	if err := sb.deliver(req.Delivery()); !errors.As(err, &se) {
+	if err := sb.Deliver(req.Delivery()); !errors.As(err, &se) {
 		t.Errorf("deliver before create = %v, want a stateError", err)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	if !strings.Contains(string(mounts), " "+sb.dirs.Workspace+" ") {
-		t.Fatalf("workspace %s not mounted", sb.dirs.Workspace)
+	if !strings.Contains(string(mounts), " "+sb.Dirs.Workspace+" ") {
+		t.Fatalf("workspace %s not mounted", sb.Dirs.Workspace)
 	}
-	for _, p := range []string{filepath.Join(sb.runDir, "owner"), sb.dirs.Code} {
+	for _, p := range []string{filepath.Join(sb.RunDir, "owner"), sb.Dirs.Code} {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("prepared sandbox lacks %s: %v", p, err)
 		}
 	}
 	for range 2 {
-		if err := sb.destroy(ctx); err != nil {
+		if err := sb.Destroy(ctx); err != nil {
 			t.Errorf("destroy from prepared: %v", err)
 		}
 	}
 	mounts, _ = os.ReadFile("/proc/self/mountinfo")
-	if strings.Contains(string(mounts), sb.runDir) {
+	if strings.Contains(string(mounts), sb.RunDir) {
 		t.Errorf("workspace still mounted after destroy")
 	}
-	if _, err := os.Stat(sb.runDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(sb.RunDir); !os.IsNotExist(err) {
 		t.Errorf("run directory still there after destroy: %v", err)
 	}
-	if err := sb.prepare(); !errors.As(err, &se) || se.from != stateDestroyed {
+	if err := sb.Prepare(); !errors.As(err, &se) || se.from != StateDestroyed {
 		t.Errorf("prepare after destroy = %v, want a stateError from destroyed", err)
 	}
 }

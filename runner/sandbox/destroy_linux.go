@@ -1,10 +1,9 @@
-package runner
+package sandbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 	"time"
 
@@ -17,87 +16,69 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// destroy removes everything the sandbox is, from whatever state it is in:
-// task (killed if it still runs), container, run directory and workspace,
-// a cgroup a runtime left, and an anchor's sandbox record; a member leaves
-// its anchor. It uses a fresh bounded context (the
+// Destroy removes everything the sandbox is, from whatever state it is in:
+// task (killed if it still runs), container, its link, run directory and
+// workspace, a cgroup a runtime left, and its user namespace's block of
+// ids. It knows nothing of what the layers above made of it (a session's
+// link and checkpoint, a shared shim's record, a member's anchor): each
+// undoes its own before or after. It uses a fresh bounded context (the
 // caller's may be cancelled) and is idempotent.
-func (sb *sandbox) destroy(ctx context.Context) error {
-	if sb.state == stateDestroyed {
+func (sb *Sandbox) Destroy(ctx context.Context) error {
+	if sb.state == StateDestroyed {
 		return nil
 	}
-	sb.state = stateDestroyed
+	sb.state = StateDestroyed
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
 	defer cancel()
 	var errs []error
-	if sb.gone != nil {
-		close(sb.gone)
-		sb.stdinW.Close()
+	if sb.Gone != nil {
+		close(sb.Gone)
+		sb.StdinW.Close()
 	}
 	// The network link goes while the container does: deleting its host
 	// end waits tens of milliseconds for the kernel, as long as deleting a
 	// task. Its host end goes first, so nothing the sandbox may still send
 	// gets past a table that is gone.
 	var linkErr chan error
-	if sb.link != nil {
+	if sb.Link != nil {
 		linkErr = make(chan error, 1)
 		go func() {
-			_, err := sb.link.Remove()
+			_, err := sb.Link.Remove()
 			linkErr <- err
 		}()
 	}
-	if sb.container != nil {
-		task := sb.task
+	if sb.Container != nil {
+		task := sb.Task
 		if task != nil && sb.ended {
-			task = endedTask{task, sb.r.Containerd}
+			task = endedTask{task, sb.h.Containerd}
 		}
-		if err := removeContainer(cctx, sb.container, task); err != nil {
-			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.id, err))
+		if err := removeContainer(cctx, sb.Container, task); err != nil {
+			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.ID, err))
 		}
 	}
 	if linkErr != nil {
 		if err := <-linkErr; err != nil {
 			errs = append(errs, fmt.Errorf("removing the sandbox's network link: %w", err))
 		}
-	} else if err := sb.r.releaseSessionLink(sb.runDir); err != nil {
-		// A session's, which its keeper served.
-		errs = append(errs, err)
 	}
-	if err := reaper.RemoveRunDir(sb.runDir); err != nil {
+	if err := reaper.RemoveRunDir(sb.RunDir); err != nil {
 		errs = append(errs, fmt.Errorf("removing run directory: %w", err))
 	}
-	if sb.session != nil || validSessionID(sb.id) {
-		// A session's checkpoint, if it has one.
-		if err := os.RemoveAll(sb.r.checkpointDir(sb.id)); err != nil {
-			errs = append(errs, fmt.Errorf("removing checkpoint: %w", err))
-		}
-	}
-	if err := cgroups.Destroy(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id), cgroupGrace); err != nil {
+	if err := cgroups.Destroy(sb.h.Cgroups, reaper.CgroupsPath(sb.h.Namespace, sb.ID), cgroupGrace); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		// Its processes are gone, and with its run directory the bind
 		// mount of its namespace: its block of ids may serve another.
 		// Else the reaper's sweep returns it once the directory is gone.
-		if err := sb.r.ReleaseUserns(sb.runDir); err != nil {
+		if err := sb.h.ReleaseUserns(sb.RunDir); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	if sb.anchor {
-		// An anchor's sandbox record (see shims_linux.go).
-		if err := sb.r.Containerd.SandboxStore().Delete(cctx, sb.id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
-			errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", sb.id, err))
-		}
-	}
-	if sb.member != nil {
-		// After its container: the anchor may go now.
-		sb.r.leaveShim(sb.member)
-		sb.member = nil
 	}
 	return errors.Join(errs...)
 }
 
-// cgroupGrace is how long destroy waits for a sandbox's cgroup to empty
+// cgroupGrace is how long Destroy waits for a sandbox's cgroup to empty
 // once its task is gone, killing what is left in it: a runtime's helpers
 // (gVisor's), or the processes of a sandbox whose shared shim died.
 const cgroupGrace = 2 * time.Second

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"context"
@@ -41,9 +41,11 @@ const (
 	preloadWait = time.Minute
 )
 
-// preloads says whether the sandbox is a preloaded one.
-func (sb *sandbox) preloads() bool {
-	return sb.gate && sb.session == nil && !sb.anchor && len(sb.req.Secrets) == 0 && len(sb.req.PreloadModules()) > 0
+// preloads says whether the sandbox is a preloaded one: gated (a warm
+// sandbox or a standby; a session's and a shared shim's never are),
+// without secrets, for a request with Preload modules.
+func (sb *Sandbox) preloads() bool {
+	return sb.Gate && len(sb.Req.Secrets) == 0 && len(sb.Req.PreloadModules()) > 0
 }
 
 // writePreloadHook puts the hook and its module list in the code
@@ -65,8 +67,8 @@ func writePreloadHook(codeDir string, mods []string) error {
 // waitPreloaded waits until the hook has imported the modules, so that a
 // sandbox counts as made only when it is ready; it fails when the
 // interpreter ended instead.
-func (sb *sandbox) waitPreloaded(ctx context.Context) error {
-	marker := filepath.Join(sb.dirs.Workspace, preloadMarker)
+func (sb *Sandbox) waitPreloaded(ctx context.Context) error {
+	marker := filepath.Join(sb.Dirs.Workspace, preloadMarker)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(preloadWait)
@@ -75,13 +77,13 @@ func (sb *sandbox) waitPreloaded(ctx context.Context) error {
 			return nil
 		}
 		if n%20 == 19 {
-			st, err := sb.task.Status(context.WithoutCancel(ctx))
+			st, err := sb.Task.Status(context.WithoutCancel(ctx))
 			if err != nil || st.Status != containerd.Running {
-				return fmt.Errorf("preloading sandbox %s: its interpreter is %s (%v)", sb.id, st.Status, err)
+				return fmt.Errorf("preloading sandbox %s: its interpreter is %s (%v)", sb.ID, st.Status, err)
 			}
 		}
 		if time.Now().After(deadline) {
-			log.G(ctx).Warnf("sandbox %s: its preload took more than %s; its program will wait for the rest", sb.id, preloadWait)
+			log.G(ctx).Warnf("sandbox %s: its preload took more than %s; its program will wait for the rest", sb.ID, preloadWait)
 			return nil
 		}
 		select {
@@ -95,8 +97,8 @@ func (sb *sandbox) waitPreloaded(ctx context.Context) error {
 // removePreloadMarker takes the hook's marker out of the workspace before
 // the program's files go in: the program finds the workspace as a plain
 // run does.
-func (sb *sandbox) removePreloadMarker() error {
-	if err := os.Remove(filepath.Join(sb.dirs.Workspace, preloadMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
+func (sb *Sandbox) removePreloadMarker() error {
+	if err := os.Remove(filepath.Join(sb.Dirs.Workspace, preloadMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("preparing the workspace: %w", err)
 	}
 	return nil
@@ -104,8 +106,8 @@ func (sb *sandbox) removePreloadMarker() error {
 
 // cpuSoFar is the CPU time the sandbox has used until now: a preloaded
 // sandbox's imports, which its run's figure leaves out.
-func (sb *sandbox) cpuSoFar() uint64 {
-	stats, err := cgroups.ReadStats(sb.r.Cgroups, reaper.CgroupsPath(sb.r.Namespace, sb.id))
+func (sb *Sandbox) cpuSoFar() uint64 {
+	stats, err := cgroups.ReadStats(sb.h.Cgroups, reaper.CgroupsPath(sb.h.Namespace, sb.ID))
 	if err != nil {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 // The end of a sandbox's output: read to its last byte before the task goes.
 
@@ -11,31 +11,31 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// drainTimeout bounds the wait for a sandbox's output once its program
+// DrainTimeout bounds the wait for a sandbox's output once its program
 // has ended.
-const drainTimeout = 5 * time.Second
+const DrainTimeout = 5 * time.Second
 
 // drain waits until the output is complete: the shim has copied the last of
 // it and closed the FIFOs, which it does once the process is gone. Only
 // then may the task be deleted: containerd's Task.Delete cancels the
 // client's copy from the FIFOs (pkg/cio's cancel closes them), and what was
 // not read yet would be lost. A shim that never closes them (it died) is
-// given drainTimeout.
-func (sb *sandbox) drain(ctx context.Context) error {
+// given DrainTimeout.
+func (sb *Sandbox) drain(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
-		sb.task.IO().Wait()
+		sb.Task.IO().Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 		return nil
-	case <-time.After(drainTimeout):
+	case <-time.After(DrainTimeout):
 	}
 	dctx, cancel := context.WithTimeout(ctx, reaper.CleanupTimeout)
 	defer cancel()
 	// The process has exited: no kill first (runsc would say it cannot).
-	if _, err := sb.task.Delete(dctx); err != nil && !errdefs.IsNotFound(err) {
+	if _, err := sb.Task.Delete(dctx); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("deleting task: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package runner
+package sandbox
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
@@ -39,12 +38,12 @@ var hostCertFiles = []string{
 // secret in secrets/NAME (0400, the sandbox user's) and, when the run's
 // proxy injects headers, the trust bundle with the run's own CA. Nothing of
 // it is in the sandbox's spec but the mount.
-func (sb *sandbox) prepareSecrets() error {
-	sb.plan = contract.PlanSecrets(sb.req.SecretRefs(), sb.r.inject)
-	if !sb.plan.Mounts() {
+func (sb *Sandbox) prepareSecrets() error {
+	sb.Plan = contract.PlanSecrets(sb.Req.SecretRefs(), sb.h.Inject)
+	if !sb.Plan.Mounts() {
 		return nil
 	}
-	dir := reaper.RunMountDir(sb.runDir)
+	dir := reaper.RunMountDir(sb.RunDir)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("creating the secrets mount: %w", err)
 	}
@@ -52,14 +51,14 @@ func (sb *sandbox) prepareSecrets() error {
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return fmt.Errorf("mounting the secrets mount: %w", err)
 	}
-	sb.dirs.Run = dir
-	if len(sb.plan.Files) > 0 {
+	sb.Dirs.Run = dir
+	if len(sb.Plan.Files) > 0 {
 		if err := sb.writeSecrets(filepath.Join(dir, "secrets")); err != nil {
 			return err
 		}
-		sb.dirs.SecretEnv = sb.plan.EnvNames()
+		sb.Dirs.SecretEnv = sb.Plan.EnvNames()
 	}
-	if len(sb.plan.Inject) > 0 {
+	if len(sb.Plan.Inject) > 0 {
 		return sb.prepareInjection(dir)
 	}
 	return nil
@@ -67,14 +66,14 @@ func (sb *sandbox) prepareSecrets() error {
 
 // writeSecrets writes the delivered secrets into dir, readable by the
 // sandbox user only.
-func (sb *sandbox) writeSecrets(dir string) error {
-	hu, hg := sb.hostIDs()
+func (sb *Sandbox) writeSecrets(dir string) error {
+	hu, hg := sb.HostIDs()
 	uid, gid := int(hu), int(hg)
 	if err := os.Mkdir(dir, 0o500); err != nil {
 		return fmt.Errorf("creating %s: %w", contract.SecretsDir, err)
 	}
-	for _, f := range sb.plan.Files {
-		value, ok := sb.r.secrets.Lookup(f.Name)
+	for _, f := range sb.Plan.Files {
+		value, ok := sb.h.Secrets.Lookup(f.Name)
 		if !ok {
 			return contract.FieldErr(contract.FieldSecrets, "names %s, which boxer was not given", f.Name)
 		}
@@ -103,11 +102,11 @@ func writeSecret(path string, value []byte, uid, gid int) error {
 // prepareInjection makes the run's CA, writes the trust bundle the
 // sandbox's clients are pointed at, and renders the headers the proxy
 // sets.
-func (sb *sandbox) prepareInjection(dir string) error {
+func (sb *Sandbox) prepareInjection(dir string) error {
 	newCA := egress.NewCA
-	if sb.session != nil {
+	if until := sb.parts().CAUntil(); !until.IsZero() {
 		// A session's lives as long as the session may.
-		newCA = func() (*egress.CA, error) { return egress.NewCAUntil(sb.session.backstop.Add(time.Hour)) }
+		newCA = func() (*egress.CA, error) { return egress.NewCAUntil(until) }
 	}
 	ca, err := newCA()
 	if err != nil {
@@ -128,14 +127,14 @@ func (sb *sandbox) prepareInjection(dir string) error {
 	if err := os.WriteFile(filepath.Join(boxerDir, filepath.Base(contract.TrustBundle)), bundle, 0o444); err != nil {
 		return fmt.Errorf("writing the trust bundle: %w", err)
 	}
-	for _, rule := range sb.plan.Inject {
-		value, err := rule.Template.Render(sb.r.secrets.Lookup)
+	for _, rule := range sb.Plan.Inject {
+		value, err := rule.Template.Render(sb.h.Secrets.Lookup)
 		if err != nil {
 			return contract.FieldErr(contract.FieldSecrets, "--inject %s: %v", rule.Host, err)
 		}
-		sb.injections = append(sb.injections, egress.Injection{Host: rule.Host, Header: rule.Header, Value: value})
+		sb.Injections = append(sb.Injections, egress.Injection{Host: rule.Host, Header: rule.Header, Value: value})
 	}
-	sb.ca, sb.dirs.Trust = ca, true
+	sb.CA, sb.Dirs.Trust = ca, true
 	return nil
 }
 
@@ -164,10 +163,10 @@ func hostTrustBundle() ([]byte, error) {
 	return nil, nil
 }
 
-// maskOutput puts the masks of the run's secrets between the program's
+// MaskOutput puts the masks of the run's secrets between the program's
 // streams and what boxer keeps and shows of them.
-func (sb *sandbox) maskOutput(stdout, stderr io.Writer) (io.Writer, io.Writer) {
-	named := sb.r.named(sb.plan.Names)
+func (sb *Sandbox) MaskOutput(stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	named := sb.h.Named(sb.Plan.Names)
 	if len(named) == 0 {
 		return stdout, stderr
 	}
@@ -176,24 +175,24 @@ func (sb *sandbox) maskOutput(stdout, stderr io.Writer) (io.Writer, io.Writer) {
 }
 
 // flushMasks passes on what the masks held back once the output is over.
-func (sb *sandbox) flushMasks() {
+func (sb *Sandbox) flushMasks() {
 	for _, m := range sb.masks {
 		_ = m.Flush()
 	}
 }
 
-// checkSecretsAvailable refuses a normalized request naming a secret the
+// CheckSecretsAvailable refuses a normalized request naming a secret the
 // runner does not hold, asking for a variable of a secret that is only
 // injected, or using an injection rule its allowlist cannot reach.
-func (r *Runner) checkSecretsAvailable(req contract.Request) error {
+func (h *Host) CheckSecretsAvailable(req contract.Request) error {
 	refs := req.SecretRefs()
 	for _, ref := range refs {
-		if _, ok := r.secrets.Lookup(ref.Name); !ok {
+		if _, ok := h.Secrets.Lookup(ref.Name); !ok {
 			return contract.FieldErr(contract.FieldSecrets, "names %s, which boxer was not given (give it with --secret %s or put it in --secrets-dir)", ref.Name, ref.Name)
 		}
 	}
-	plan := contract.PlanSecrets(refs, r.inject)
-	injected := contract.InjectedSecrets(r.inject)
+	plan := contract.PlanSecrets(refs, h.Inject)
+	injected := contract.InjectedSecrets(h.Inject)
 	for _, ref := range refs {
 		if host, ok := injected[ref.Name]; ok && ref.Env {
 			return contract.FieldErr(contract.FieldSecrets, "%s%s: %s is only injected into requests to %s and never enters the sandbox: drop %s", ref.Name, contract.SecretEnvOption, ref.Name, host, contract.SecretEnvOption)
@@ -212,4 +211,15 @@ func (r *Runner) checkSecretsAvailable(req contract.Request) error {
 		}
 	}
 	return nil
+}
+
+// Named are the values of names that the Host holds.
+func (h *Host) Named(names []string) []secrets.Named {
+	var named []secrets.Named
+	for _, name := range names {
+		if value, ok := h.Secrets.Lookup(name); ok {
+			named = append(named, secrets.Named{Name: name, Value: value})
+		}
+	}
+	return named
 }
