@@ -16,7 +16,7 @@ import (
 // TestSandboxStates: steps go one way, a step out of turn is a typed
 // error, and Destroy works from any state, twice too. A prepared sandbox
 // is a run directory and a mounted workspace on the host (needs root), and
-// destroy takes both away.
+// Destroy takes both away, asking nothing of the layers above.
 func TestSandboxStates(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a workspace needs root")
@@ -71,6 +71,9 @@ func TestSandboxStates(t *testing.T) {
 			t.Errorf("prepared sandbox lacks %s: %v", p, err)
 		}
 	}
+	// Destroy asks nothing of the layers above: any call of its Parts
+	// panics.
+	sb.Parts = unaskedParts{}
 	for range 2 {
 		if err := sb.Destroy(ctx); err != nil {
 			t.Errorf("destroy from prepared: %v", err)
@@ -87,3 +90,7 @@ func TestSandboxStates(t *testing.T) {
 		t.Errorf("prepare after destroy = %v, want a stateError from destroyed", err)
 	}
 }
+
+// unaskedParts are Parts none of whose methods may be called: each call
+// panics on the nil interface inside.
+type unaskedParts struct{ Parts }

@@ -58,8 +58,8 @@ func (sb *Sandbox) HostIDs() (uid, gid uint32) {
 }
 
 // AdoptUserns takes over the namespace of a sandbox another process made
-// (a standby), which must match this Runner's setting: a sandbox made in
-// the host's namespace never serves a Runner that gives each its own.
+// (a standby), which must match this Host's setting: a sandbox made in
+// the host's namespace never serves a Host that gives each its own.
 func (sb *Sandbox) AdoptUserns() error {
 	base, ok, err := UsernsBase(sb.RunDir)
 	if err != nil {

@@ -182,7 +182,7 @@ func (sb *Sandbox) flushMasks() {
 }
 
 // CheckSecretsAvailable refuses a normalized request naming a secret the
-// runner does not hold, asking for a variable of a secret that is only
+// Host does not hold, asking for a variable of a secret that is only
 // injected, or using an injection rule its allowlist cannot reach.
 func (h *Host) CheckSecretsAvailable(req contract.Request) error {
 	refs := req.SecretRefs()
