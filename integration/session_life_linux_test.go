@@ -153,11 +153,11 @@ func TestSessionPauseIdle(t *testing.T) {
 	}
 	assertClean(t)
 
-	id = createSession(t, "--lang", "bash", "--lifetime", "2s")
+	id = createSession(t, "--lang", "bash", "--lifetime", "5s")
 	if r := boxer(t, nil, "session", "pause", id); r.code != 0 {
 		t.Fatalf("pause: %d %s", r.code, r.stderr)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(6 * time.Second)
 	if r := boxer(t, nil, "session", "ls"); strings.Contains(r.stdout, id) {
 		t.Errorf("a paused session lives past its lifetime: %s", r.stdout)
 	}
@@ -171,13 +171,13 @@ func TestSessionPauseIdle(t *testing.T) {
 func TestSessionTimeout(t *testing.T) {
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
-			id := createSession(t, "--lang", "bash", "--runtime", rt, "--lifetime", "2s")
+			id := createSession(t, "--lang", "bash", "--runtime", rt, "--lifetime", "5s")
 			r := boxer(t, nil, "session", "timeout", id, "30s")
 			end, err := time.Parse(time.RFC3339, strings.TrimSpace(r.stdout))
 			if r.code != 0 || err != nil || time.Until(end) < 25*time.Second {
 				t.Fatalf("timeout 30s: %d %q %q", r.code, r.stdout, r.stderr)
 			}
-			time.Sleep(3 * time.Second)
+			time.Sleep(6 * time.Second)
 			if res, r := sessionCall(t, id, "echo alive"); res.Stdout != "alive\n" {
 				t.Fatalf("past its first lifetime: %+v %s", res, r.stderr)
 			}
