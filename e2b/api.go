@@ -271,7 +271,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		Env: body.EnvVars, Metadata: body.Metadata,
 		EnvdToken: token(), TrafficToken: token(),
 		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
-		Started: sess.CreatedAt, AllowHosts: hosts, Linked: len(hosts) > 0, Image: image, NetBytes: limits.NetBytes,
+		Started: sess.Made, AllowHosts: hosts, Linked: len(hosts) > 0, Image: image, NetBytes: limits.NetBytes,
 		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
 	}
 	if autoPaused {
@@ -346,7 +346,7 @@ func (s *Server) listed(sb *sandbox, sess runner.Session, domain string) map[str
 		"templateID":  sb.Template,
 		"sandboxID":   sb.ID,
 		"clientID":    "boxer",
-		"startedAt":   sess.CreatedAt.UTC().Format(time.RFC3339Nano),
+		"startedAt":   sess.Made.UTC().Format(time.RFC3339Nano),
 		"endAt":       or(sb.pausesAt(), sess.ExpiresAt).UTC().Format(time.RFC3339Nano),
 		"lifecycle":   sb.lifecycle(),
 		"cpuCount":    sb.CPUs,

@@ -180,6 +180,12 @@ func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.Pr
 		}
 		return nil
 	})
+	if err != nil && ctx.Err() == nil && sb.killed.Load() {
+		// Killed before the process's end reached the stream (its
+		// keeper's connection cut, say): the same answer as a death seen
+		// in it, not an internal error.
+		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("the sandbox was killed or reached its end of life while the command ran (sandbox %s)", sb.ID))
+	}
 	return rpcError(err)
 }
 

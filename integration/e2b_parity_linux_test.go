@@ -31,13 +31,21 @@ await new Promise((r) => setTimeout(r, 1500))
 await s.kill()
 try { await bg.wait(); console.log('wait: resolved') } catch (e) { console.log('wait:', e.name) }
 console.log(await cell)
+// Two made within a second list in the order they were made.
+const first = await Sandbox.create({ metadata: { order: 'p' } })
+const second = await Sandbox.create({ metadata: { order: 'p' } })
+const listed = await (await fetch(process.env.E2B_API_URL + '/v2/sandboxes?metadata=' + encodeURIComponent('order=p') + '&order=asc', { headers: { 'X-API-KEY': process.env.E2B_API_KEY } })).json()
+const ids = listed.map((b) => b.sandboxID)
+console.log('order:', ids[0] === first.sandboxId && ids[1] === second.sandboxId ? 'as made' : 'wrong ' + JSON.stringify(listed.map((b) => [b.sandboxID, b.startedAt])) + ' made ' + first.sandboxId + ' ' + second.sandboxId)
+await first.kill()
+await second.kill()
 `
 
 func TestE2BParity(t *testing.T) {
 	e := startE2B(t)
 	out := e.node(t, e.keys[0], e2bParityScript)
 	host := "host: 8000-ID." + strings.TrimPrefix(e.api, "http://")
-	for _, want := range []string{host, "metrics now: 1 an hour ago: 0", "remove missing: ok", "relative link: /home/user/t.txt", "absolute link: /tmp", "indented: 42 no error", "wait: TimeoutError", "cell: rejected"} {
+	for _, want := range []string{host, "metrics now: 1 an hour ago: 0", "remove missing: ok", "relative link: /home/user/t.txt", "absolute link: /tmp", "indented: 42 no error", "wait: TimeoutError", "cell: rejected", "order: as made"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}

@@ -122,7 +122,7 @@ func (r *Runner) Sessions(ctx context.Context, caller string) ([]contract.Sessio
 func sessionInfo(id, caller string, rec sessionRecord, labels map[string]string, used time.Time) contract.Session {
 	s := contract.Session{
 		ID: id, Lang: rec.Request.Lang, Runtime: rec.Request.Runtime, Image: rec.Request.ImageName(),
-		CreatedAt: rec.CreatedAt.UTC().Truncate(time.Second), ExpiresAt: rec.Deadline.UTC().Truncate(time.Second),
+		CreatedAt: rec.CreatedAt.UTC().Truncate(time.Second), Made: rec.CreatedAt.UTC(), ExpiresAt: rec.Deadline.UTC().Truncate(time.Second),
 		LastUsed: used.UTC().Truncate(time.Second), IdleTimeout: contract.Seconds(rec.Idle),
 		Interpreter: interpreted(rec.Request.Lang), Caller: caller,
 	}

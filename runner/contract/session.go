@@ -74,11 +74,14 @@ type SessionMaxima struct {
 
 // Session describes a live session.
 type Session struct {
-	ID          string    `json:"id"`
-	Lang        string    `json:"lang"`
-	Runtime     string    `json:"runtime"`
-	Image       string    `json:"image"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID        string    `json:"id"`
+	Lang      string    `json:"lang"`
+	Runtime   string    `json:"runtime"`
+	Image     string    `json:"image"`
+	CreatedAt time.Time `json:"created_at"`
+	// Made is CreatedAt as recorded, to the nanosecond (CreatedAt is to
+	// the second): what orders sessions made within one second.
+	Made        time.Time `json:"-"`
 	ExpiresAt   time.Time `json:"expires_at"`
 	LastUsed    time.Time `json:"last_used"`
 	IdleTimeout Seconds   `json:"idle_timeout_s"`
