@@ -172,7 +172,7 @@ func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.Pr
 			if p.s.gone(ctx, sb, *ev.End) {
 				// As E2B's: the SDKs raise a killed sandbox's
 				// unavailable as a TimeoutError, not an exit.
-				return connect.NewError(connect.CodeUnavailable, fmt.Errorf("the sandbox was killed or reached its end of life while the command ran (sandbox %s)", sb.ID))
+				return killedUnder(sb)
 			}
 			return locked(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: endEvent(*ev.End)}})
 		case len(ev.Data) > 0:
@@ -184,9 +184,16 @@ func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.Pr
 		// Killed before the process's end reached the stream (its
 		// keeper's connection cut, say): the same answer as a death seen
 		// in it, not an internal error.
-		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("the sandbox was killed or reached its end of life while the command ran (sandbox %s)", sb.ID))
+		return killedUnder(sb)
 	}
 	return rpcError(err)
+}
+
+// killedUnder is what a command's stream answers when its sandbox was
+// killed or reached its end under it: unavailable, which the SDKs raise
+// as a TimeoutError, as E2B's envd does.
+func killedUnder(sb *sandbox) error {
+	return connect.NewError(connect.CodeUnavailable, fmt.Errorf("the sandbox was killed or reached its end of life while the command ran (sandbox %s)", sb.ID))
 }
 
 func dataEvent(stream string, data []byte) *pb.ProcessEvent_DataEvent {
