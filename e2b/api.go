@@ -252,6 +252,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		Lifetime: lifetime,
 		Caller:   caller,
 		Held:     true,
+		Heir:     s.cfg.Heir,
 	}
 	// The figures E2B reports (cpuCount, memoryMB, diskSizeMB) are the
 	// limits the session gets: the request's defaults within the caps.
@@ -269,11 +270,11 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	sb := &sandbox{
 		ID: sess.ID, Caller: caller, Template: tmpl, Lang: lang,
 		Env: body.EnvVars, Metadata: body.Metadata,
-		EnvdToken: token(), TrafficToken: token(),
 		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
 		Started: sess.Made, AllowHosts: hosts, Linked: len(hosts) > 0, Image: image, NetBytes: limits.NetBytes,
 		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
 	}
+	sb.EnvdToken, sb.TrafficToken = s.records.tokens(sb.ID)
 	if autoPaused {
 		sb.auto = &autoPause{resume: autoResume}
 		s.arm(sb, timeout)
@@ -281,6 +282,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	s.mu.Lock()
 	s.boxes[sb.ID] = sb
 	s.mu.Unlock()
+	s.persist(sb)
 	return sb, nil
 }
 
@@ -334,6 +336,7 @@ func (s *Server) forget(id string) {
 	s.mu.Lock()
 	delete(s.boxes, id)
 	s.mu.Unlock()
+	s.records.remove(id)
 }
 
 // listed is E2B's ListedSandbox (and, with network, SandboxDetail).

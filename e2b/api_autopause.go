@@ -25,16 +25,17 @@ type autoPause struct {
 	timer   *time.Timer
 }
 
-// arm sets sb to pause d from now.
+// arm sets sb to pause d from now, and keeps that for the next server.
 func (s *Server) arm(sb *sandbox, d time.Duration) {
 	a := sb.auto
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.timeout, a.at = d, time.Now().Add(d)
 	if a.timer != nil {
 		a.timer.Stop()
 	}
 	a.timer = time.AfterFunc(d, func() { s.pauseAtTimeout(sb) })
+	a.mu.Unlock()
+	s.persist(sb)
 }
 
 // disarm stops sb's timer (paused, or gone).

@@ -54,6 +54,7 @@ func (s *Server) setTimeout(ctx context.Context, caller, id string, seconds int6
 			sb.auto.mu.Lock()
 			sb.auto.timeout = time.Duration(seconds) * time.Second
 			sb.auto.mu.Unlock()
+			s.persist(sb)
 		}
 		return nil
 	}

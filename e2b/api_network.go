@@ -111,6 +111,7 @@ func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	sb.AllowHosts = hosts
 	s.mu.Unlock()
+	s.persist(sb)
 	e := entry(r, audit.EventNetwork, id, http.StatusNoContent)
 	e.AllowHosts = hosts
 	s.cfg.Audit.Write(e)

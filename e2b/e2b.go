@@ -24,7 +24,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +74,14 @@ type Config struct {
 	Fleet *fleet.Fleet
 	// Audit gets a line per sandbox life event (audit.go); may be nil.
 	Audit *audit.Log
+	// Records, if set, is the directory where each sandbox's record is
+	// kept for the next server on the node (records.go); Heir is then
+	// the heir its session is made with (SessionRequest.Heir), which
+	// that server adopts.
+	Records, Heir string
+	// Warn gets what goes wrong beside a request (a record not kept);
+	// nil: standard error.
+	Warn func(error)
 }
 
 // keyForm is E2B's API key form, which the SDKs check before sending one.
@@ -118,6 +128,8 @@ type Server struct {
 	interp interpreters
 	// started is when the server started: its templates' age.
 	started time.Time
+	// records keeps the sandboxes for the next server; nil: none.
+	records *records
 }
 
 // sandbox is E2B's view of one session.
@@ -181,7 +193,38 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		}
 		s.keys[k] = Caller(k)
 	}
+	if cfg.Warn == nil {
+		s.cfg.Warn = func(err error) { fmt.Fprintf(os.Stderr, "boxer: warning: %v\n", err) }
+	}
+	if cfg.Records != "" {
+		rs, err := openRecords(cfg.Records)
+		if err != nil {
+			return nil, err
+		}
+		rs.writeFail = s.cfg.Warn
+		s.records = rs
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		n, err := s.restore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			fmt.Fprintf(os.Stderr, "boxer: took over %d E2B sandbox(es) a server before this one made\n", n)
+		}
+	}
 	return s, nil
+}
+
+// persist keeps sb's record, with its code contexts, for the next server.
+func (s *Server) persist(sb *sandbox) {
+	if s.records == nil {
+		return
+	}
+	s.interp.mu.Lock()
+	contexts := slices.Clone(s.interp.bySandbox[sb.ID])
+	s.interp.mu.Unlock()
+	s.records.save(sb, contexts)
 }
 
 // token makes a sandbox's access token.

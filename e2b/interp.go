@@ -48,11 +48,20 @@ type interpreters struct {
 // contexts returns sb's contexts, made with its default one on first use.
 // Sandboxes that are gone are forgotten then.
 func (s *Server) contexts(sb *sandbox) []codeContext {
+	list, made := s.contextsOf(sb)
+	if made {
+		s.persist(sb)
+	}
+	return list
+}
+
+// contextsOf is contexts, and whether it made the default one now.
+func (s *Server) contextsOf(sb *sandbox) ([]codeContext, bool) {
 	in := &s.interp
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if list, ok := in.bySandbox[sb.ID]; ok {
-		return list
+		return list, false
 	}
 	if in.bySandbox == nil {
 		in.bySandbox = map[string][]codeContext{}
@@ -64,7 +73,7 @@ func (s *Server) contexts(sb *sandbox) []codeContext {
 	}
 	list := []codeContext{{ID: newUUID(), Language: "python", Cwd: defaultCwd}}
 	in.bySandbox[sb.ID] = list
-	return list
+	return list, true
 }
 
 // findContext finds one of sb's contexts; the driver's name for it is ""
@@ -85,11 +94,12 @@ func (s *Server) findContext(sb *sandbox, id string) (c codeContext, driver stri
 func (s *Server) setContexts(sb *sandbox, change func([]codeContext) []codeContext) {
 	list := s.contexts(sb)
 	s.interp.mu.Lock()
-	defer s.interp.mu.Unlock()
 	if cur, ok := s.interp.bySandbox[sb.ID]; ok {
 		list = cur
 	}
 	s.interp.bySandbox[sb.ID] = change(append([]codeContext(nil), list...))
+	s.interp.mu.Unlock()
+	s.persist(sb)
 }
 
 // interpreterHandler serves the code interpreter (port 49999): /execute

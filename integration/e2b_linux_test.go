@@ -26,6 +26,8 @@ type e2bServer struct {
 	// api is the E2B listener's URL (E2B_API_URL and E2B_SANDBOX_URL).
 	api  string
 	keys [2]string
+	// args start another server as this one (restart).
+	args []string
 }
 
 func newE2BKey(t *testing.T) string {
@@ -51,6 +53,7 @@ func startE2B(t *testing.T, flags ...string) *e2bServer {
 	for _, f := range flags {
 		args = append(args, strings.ReplaceAll(f, "$PORT", strconv.Itoa(port)))
 	}
+	e.args = args
 	e.server = startServer(t, args...)
 	return e
 }

@@ -7,9 +7,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/e2b"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/server"
@@ -106,7 +108,10 @@ func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 
 // e2bHTTPServer serves E2B's API on r with the boxer server's caps.
 func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []string) (*http.Server, error) {
-	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit})
+	// Its sandboxes are the node's, as boxer's sessions are: their records
+	// wait for the next server in boxer's state directory.
+	records := filepath.Join(daemon.FromEnv().State, "e2b", c.String("namespace"))
+	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit, Records: records, Heir: server.SessionHeir})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
