@@ -153,14 +153,19 @@ func splitOutput(s string) (outputs [][]string, last int) {
 	return outputs, len(outputs) - 1
 }
 
-// stopGroup ends what a page left running in the background: SIGTERM to
-// the script's process group (a server removes its sandboxes on it), then
-// SIGKILL to what is left after 30 s.
+// stopGroup ends what a page left running in the background: SIGINT and
+// SIGTERM to the script's process group (a server ends its sessions and
+// removes its sandboxes on them), then SIGKILL to what is left after 30 s.
 func stopGroup(t *testing.T, pgid int) {
 	t.Helper()
-	if syscall.Kill(-pgid, syscall.SIGTERM) != nil {
+	// SIGINT first: a boxer serve among them ends its sessions (SIGTERM
+	// alone would leave them to a next server); then SIGTERM for what
+	// ignores SIGINT in the background (the shell).
+	if syscall.Kill(-pgid, syscall.SIGINT) != nil {
 		return // nothing left
 	}
+	time.Sleep(100 * time.Millisecond)
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.Now().Add(30 * time.Second)
 	for groupAlive(pgid) {
 		if time.Now().After(deadline) {

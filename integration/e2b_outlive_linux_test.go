@@ -2,7 +2,9 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -47,22 +49,25 @@ console.log('stranger sees:', (await Sandbox.list().nextItems()).length)
 `
 
 // TestE2BOutlivesServer: E2B sandboxes made through a server that is then
-// killed live on, and the next server takes them over from the node's
-// records: the same access token (derived, never stored), env vars,
-// metadata, files, a background process, and an auto-pause timer that
-// still pauses at its time; another key still sees none of them. On runc
-// and runsc.
+// stopped by SIGTERM (an upgrade) or killed (SIGKILL) live on, and the
+// next server takes them over from the node's records: the same access
+// token (derived, never stored), env vars, metadata, files, a background
+// process, and an auto-pause timer that still pauses at its time; another
+// key still sees none of them. On runc and runsc, each runtime with one
+// of the signals (TestSessionOutlivesServer the other way round).
 func TestE2BOutlivesServer(t *testing.T) {
-	for _, rt := range []string{"runc", "runsc"} {
-		t.Run(rt, func(t *testing.T) {
-			e := startE2B(t, "--runtime", rt)
+	for _, c := range []struct {
+		rt  string
+		sig syscall.Signal
+	}{{"runc", syscall.SIGTERM}, {"runsc", syscall.SIGKILL}} {
+		t.Run(c.rt, func(t *testing.T) {
+			e := startE2B(t, "--runtime", c.rt)
 			out := strings.TrimSpace(e.node(t, e.keys[0], e2bOutliveFirst))
 			var first struct{ A, B string }
 			if err := json.Unmarshal([]byte(out), &first); err != nil || first.A == "" {
 				t.Fatalf("first script: %q: %v", out, err)
 			}
-			must(t, e.cmd.Process.Kill())
-			_ = e.cmd.Wait()
+			stopWith(t, e.server, c.sig, 2)
 			if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
 				t.Fatalf("a run between the servers: %+v", r)
 			}
@@ -85,5 +90,22 @@ func TestE2BOutlivesServer(t *testing.T) {
 			e.stop(t)
 			assertClean(t)
 		})
+	}
+}
+
+// stopWith stops s with sig and waits for it: SIGTERM must leave its n
+// sessions to the next server, and say so.
+func stopWith(t *testing.T, s *server, sig syscall.Signal, n int) {
+	t.Helper()
+	must(t, s.cmd.Process.Signal(sig))
+	err := s.cmd.Wait()
+	if sig != syscall.SIGTERM {
+		return
+	}
+	if err != nil {
+		t.Errorf("server exit after SIGTERM: %v: %s", err, s.log)
+	}
+	if want := fmt.Sprintf("left %d session(s) running for the next server", n); !strings.Contains(s.log.String(), want) {
+		t.Errorf("the server stopped by SIGTERM does not say %q: %s", want, s.log)
 	}
 }

@@ -68,7 +68,9 @@ func startServerAt(t *testing.T, ns, addr string, flags ...string) *server {
 	must(t, s.cmd.Start())
 	t.Cleanup(func() {
 		if s.cmd.ProcessState == nil {
-			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+			// SIGINT: a stop that ends the sessions (SIGTERM hands
+			// them over to a next server).
+			_ = s.cmd.Process.Signal(syscall.SIGINT)
 			_ = s.cmd.Wait()
 		}
 	})
@@ -119,14 +121,15 @@ func (s *server) send(t *testing.T, req *http.Request, header ...string) (int, h
 	return resp.StatusCode, resp.Header, data
 }
 
-// stop ends the server with SIGTERM and waits: its pre-created sandboxes
-// are removed as it exits, so assertClean may follow.
+// stop ends the server with SIGINT and waits: its sessions end and its
+// pre-created sandboxes are removed as it exits, so assertClean may
+// follow (SIGTERM would leave its sessions to a next server).
 func (s *server) stop(t *testing.T) {
 	t.Helper()
 	if s.cmd.ProcessState != nil {
 		return
 	}
-	must(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	must(t, s.cmd.Process.Signal(syscall.SIGINT))
 	if err := s.cmd.Wait(); err != nil {
 		t.Errorf("server exit: %v: %s", err, s.log)
 	}

@@ -5,20 +5,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // TestSessionOutlivesServer: a session boxer's API made lives on when its
-// server is killed (SIGKILL: no shutdown), through another boxer
-// command's pass over leftovers, and the next server of the namespace
-// takes it over: the same caller's next call finds the interpreter's
-// state, another caller still cannot see it, and it ends when removed.
-// On runc and runsc.
+// server is killed (SIGKILL: no shutdown) or stopped by SIGTERM (an
+// upgrade), through another boxer command's pass over leftovers, and the
+// next server of the namespace takes it over: the same caller's next call
+// finds the interpreter's state, another caller still cannot see it, and
+// it ends when removed. On runc (SIGKILL) and runsc (SIGTERM).
 func TestSessionOutlivesServer(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	tokenA, tokenB := "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 	must(t, os.WriteFile(tokens, []byte(tokenA+"\n"+tokenB+"\n"), 0o600))
-	for _, rt := range []string{"runc", "runsc"} {
+	for _, c := range []struct {
+		rt  string
+		sig syscall.Signal
+	}{{"runc", syscall.SIGKILL}, {"runsc", syscall.SIGTERM}} {
+		rt := c.rt
 		t.Run(rt, func(t *testing.T) {
 			s := startServer(t, "--token-file", tokens)
 			code, data := sessionHTTP(t, s, tokenA, "POST", "/v1/sessions", `{"lang":"python","runtime":"`+rt+`"}`)
@@ -29,8 +34,7 @@ func TestSessionOutlivesServer(t *testing.T) {
 			if code, data = sessionHTTP(t, s, tokenA, "POST", "/v1/sessions/"+sess.ID+"/runs", `{"code":"x = 41"}`); code != 200 {
 				t.Fatalf("first call: %d %s", code, data)
 			}
-			must(t, s.cmd.Process.Kill())
-			_ = s.cmd.Wait()
+			stopWith(t, s, c.sig, 1)
 			// Another boxer command reaps what dead boxer processes left:
 			// not this session.
 			if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {

@@ -84,6 +84,11 @@ func (r *Runner) ExpireSessions(context.Context) []contract.EndedSession { retur
 // CloseSessions does nothing off Linux.
 func (r *Runner) CloseSessions(context.Context, string, string) []contract.EndedSession { return nil }
 
+// HandOverSessions does nothing off Linux.
+func (r *Runner) HandOverSessions(context.Context, string) ([]contract.EndedSession, []string) {
+	return nil, nil
+}
+
 // ReadSessionFile fails off Linux.
 func (r *Runner) ReadSessionFile(context.Context, string, string, string, int64) ([]byte, error) {
 	return nil, ErrNotLinux

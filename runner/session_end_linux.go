@@ -157,13 +157,27 @@ func (r *Runner) ExpireSessions(ctx context.Context) []contract.EndedSession {
 // that shuts down), and returns them. One it is still making ends too:
 // its maker finds it being removed and fails with this reason.
 func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []contract.EndedSession {
+	ended, _ := r.closeSessions(ctx, caller, reason, false)
+	return ended
+}
+
+// HandOverSessions is CloseSessions for a server that stops to be
+// followed by another (SIGTERM: an upgrade, a restart): the sessions it
+// holds that have an heir (SessionRequest.Heir) are left running for the
+// heir's next process to adopt (AdoptSessions), meanwhile ended only by
+// their own idle timeout and lifetime; the others end for reason. It
+// returns the ended ones and the IDs left.
+func (r *Runner) HandOverSessions(ctx context.Context, reason string) ([]contract.EndedSession, []string) {
+	return r.closeSessions(ctx, "", reason, true)
+}
+
+func (r *Runner) closeSessions(ctx context.Context, caller, reason string, keepHeirs bool) (ended []contract.EndedSession, left []string) {
 	// One filter, its selectors joined by a comma: containerd ORs
 	// separate filters, which would match every sandbox of this process.
 	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelSession+`",labels."`+reaper.LabelOwner+`"==`+strconv.Quote(r.Owner))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var ended []contract.EndedSession
 	for _, c := range cs {
 		info, err := c.Info(ctx, containerd.WithoutRefreshedMetadata)
 		if err != nil || caller != "" && info.Labels[reaper.LabelSession] != caller {
@@ -173,10 +187,14 @@ func (r *Runner) CloseSessions(ctx context.Context, caller, reason string) []con
 			// No caller's: the ready pool removes it (closeReady).
 			continue
 		}
+		if keepHeirs && info.Labels[reaper.LabelSessionHeir] != "" && info.Labels[reaper.LabelSessionMade] != "" {
+			left = append(left, c.ID())
+			continue
+		}
 		_ = r.endSession(ctx, c, reason)
 		ended = append(ended, contract.EndedSession{ID: c.ID(), Caller: info.Labels[reaper.LabelSession], Reason: reason, Network: r.EndedNetwork(c.ID())})
 	}
-	return ended
+	return ended, left
 }
 
 // checkAlive ends the session if a call ended its interpreter or its

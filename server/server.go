@@ -389,9 +389,21 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // Shutdown waits for requests in progress until ctx ends, then stops the
-// runs still going (their sandboxes are removed) and waits for them.
+// runs still going (their sandboxes are removed) and waits for them; then
+// it ends the sessions it holds.
 func (s *Server) Shutdown(ctx context.Context) {
-	defer s.closeSessions()
+	s.shutdown(ctx, false)
+}
+
+// HandOver is Shutdown for a server another will follow (an upgrade, a
+// restart): the sessions that have an heir are left running for it
+// (runner's HandOverSessions), and their IDs returned.
+func (s *Server) HandOver(ctx context.Context) []string {
+	return s.shutdown(ctx, true)
+}
+
+func (s *Server) shutdown(ctx context.Context, handOver bool) (left []string) {
+	defer func() { left = s.closeSessions(handOver) }()
 	close(s.done)
 	done := make(chan struct{})
 	go func() {
@@ -404,6 +416,7 @@ func (s *Server) Shutdown(ctx context.Context) {
 		s.stop()
 		<-done
 	}
+	return nil
 }
 
 // langLabel is a run's language as the metrics name it.

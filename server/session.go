@@ -415,11 +415,20 @@ func (s *Server) expireSessions(interval time.Duration) {
 	}
 }
 
-// closeSessions ends the sessions the server holds (at shutdown).
-func (s *Server) closeSessions() {
+// closeSessions ends the sessions the server holds (at shutdown), but
+// for those left to its heir when it hands them over.
+func (s *Server) closeSessions(handOver bool) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, e := range s.runner.CloseSessions(ctx, "", "server_shutdown") {
+	var ended []runner.EndedSession
+	var left []string
+	if handOver {
+		ended, left = s.runner.HandOverSessions(ctx, reaper.EndShutdown)
+	} else {
+		ended = s.runner.CloseSessions(ctx, "", reaper.EndShutdown)
+	}
+	for _, e := range ended {
 		s.audit.Write(s.sessionEnded(nil, e.ID, e.Reason, e.Network))
 	}
+	return left
 }

@@ -32,8 +32,10 @@ func serveCommand() *cli.Command {
 POST /v1/sessions makes a session, POST /v1/sessions/ID/runs runs code in it,
 PUT and GET /v1/sessions/ID/files/PATH move its files, DELETE ends it.
 Requests are capped by the --max-* flags; a listen address other than
-loopback needs --token-file. SIGTERM lets runs in flight finish
-(--shutdown-grace).`,
+loopback needs --token-file. SIGTERM or SIGINT lets runs in flight finish
+(--shutdown-grace); SIGTERM (an upgrade, a restart) then leaves the
+sessions running for the next server, which takes them over, and SIGINT
+ends them.`,
 		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to listen on; a non-loopback address needs --token-file"},
@@ -237,9 +239,15 @@ func serveAction(c *cli.Context) error {
 		return fail("serving: %v", err)
 	case <-c.Context.Done():
 	}
+	// SIGTERM is a service manager's stop (an upgrade, a restart, a pod
+	// rolled): the sessions with an heir are left running for the next
+	// server, which takes them over. SIGINT and SIGHUP (a terminal's)
+	// end them, so that a stop by hand leaves nothing behind.
+	sig, _ := caught.Load().(syscall.Signal)
+	handOver := sig == syscall.SIGTERM
 	if cfg.Fleet != nil && c.Duration("drain-grace") > 0 {
 		fmt.Fprintf(os.Stderr, "boxer: draining: sessions held here are answered for up to %s, new ones go to other servers\n", c.Duration("drain-grace"))
-		drain(cfg.Fleet, r, c.Duration("drain-grace"))
+		drain(cfg.Fleet, r, c.Duration("drain-grace"), handOver)
 	}
 	// SIGTERM or SIGINT: stop accepting, let runs in flight finish within
 	// the grace period, then kill (and clean up) the rest.
@@ -258,7 +266,13 @@ func serveAction(c *cli.Context) error {
 		_ = hs.Shutdown(ctx)
 		close(shut)
 	}()
-	srv.Shutdown(ctx)
+	if handOver {
+		if left := srv.HandOver(ctx); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "boxer: left %d session(s) running for the next server (SIGTERM; SIGINT ends them): %s\n", len(left), strings.Join(left, " "))
+		}
+	} else {
+		srv.Shutdown(ctx)
+	}
 	// The handlers have returned: net/http may still be ending their
 	// answers (a streamed body's last chunk) before the connections close.
 	select {

@@ -28,7 +28,7 @@ func fleetFlags() []cli.Flag {
 		&cli.StringFlag{Name: "fleet-key-file", Usage: "the fleet's shared key (32 bytes or more) in `FILE`: it signs session IDs, and the servers' TLS key pair is derived from it"},
 		&cli.StringFlag{Name: "fleet-node", EnvVars: []string{"NODE_NAME"}, Usage: "`NAME` of the node this server holds sessions on (Kubernetes' spec.nodeName)"},
 		&cli.StringFlag{Name: "fleet-dns", Usage: "ask the DNS server at `HOST:PORT` for --fleet-peers instead of the system's"},
-		&cli.DurationFlag{Name: "drain-grace", Usage: "on SIGTERM in a fleet, how long sessions held here are still answered (new ones go to other servers) before they are ended; then --shutdown-grace"},
+		&cli.DurationFlag{Name: "drain-grace", Usage: "on SIGTERM in a fleet, how long sessions held here are still answered (new ones go to other servers) before the server stops; then --shutdown-grace, and the sessions left are the next server's"},
 	}
 }
 
@@ -110,7 +110,7 @@ func fleetIDs(f *fleet.Fleet) func(*runner.Options) {
 
 // drain keeps answering for the sessions held here, sending new ones to
 // other servers, until none is left or grace is over.
-func drain(f *fleet.Fleet, r *runner.Runner, grace time.Duration) {
+func drain(f *fleet.Fleet, r *runner.Runner, grace time.Duration, handOver bool) {
 	if f == nil || grace <= 0 {
 		return
 	}
@@ -125,7 +125,11 @@ func drain(f *fleet.Fleet, r *runner.Runner, grace time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "boxer: draining: %d sessions left after --drain-grace: ending them\n", len(held))
+			what := "ending them"
+			if handOver {
+				what = "leaving them to the next server"
+			}
+			fmt.Fprintf(os.Stderr, "boxer: draining: %d sessions left after --drain-grace: %s\n", len(held), what)
 			return
 		}
 		time.Sleep(time.Second)
