@@ -1,0 +1,782 @@
+/*
+ * boxer-procd is a session's process server (docs/internals.md, "The
+ * process server"): it starts the session's processes as its own
+ * children, relays their stdin, stdout and stderr (or a terminal), sends
+ * them signals and reports how they ended, all driven by frames that the
+ * session's keeper writes to its stdin and reads from its stdout.
+ *
+ *   boxer-procd
+ *
+ * A frame is a 12-byte header and a payload: the payload's length
+ * (32-bit little-endian), the kind, a stream (0 stdin, 1 stdout, 2
+ * stderr; 0 when the kind has none), two zero bytes, and the process's
+ * id (32-bit little-endian; 0 for the channel's own frames). The keeper
+ * allocates every id; boxer-procd never makes one up. The keeper's frames
+ * are at most PIPE_BUF bytes, each written with one write, so a keeper
+ * that dies never leaves half a frame here; boxer-procd's are at most
+ * 32 KiB of payload. A keeper's frame that cannot be parsed ends
+ * boxer-procd (and with it the processes it started): the stream has no
+ * frame boundary left to trust.
+ *
+ * Output is read from a process only while the keeper has granted credit
+ * for it (a window set by hello, then credit frames as the keeper
+ * consumes): a slow keeper stops the process, which blocks in write, and
+ * nothing grows here. Stdin is taken up to a window per process that
+ * boxer-procd grants and returns as the process reads.
+ *
+ * A keeper that takes over from a dead one sends hello with a fresh
+ * nonce: boxer-procd resets every output credit to the new window, drops
+ * a start that was half sent, and answers with the nonce and every
+ * process it holds (running, or ended and not yet released), which the
+ * keeper finds in the stream by the nonce.
+ *
+ * It runs as the sandbox's user without capabilities, under the sandbox's
+ * seccomp filter: it needs ppoll, read, write, pipe2, openat (the PTY),
+ * ioctl, vfork, setsid, setpgid, dup2, chdir, execve, wait4, kill, fcntl,
+ * close, rt_sigaction, rt_sigprocmask. One process, one thread.
+ *
+ * Built static against musl by 'make deps' and 'make build', as
+ * boxer-init is.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+enum {
+	HDR = 12,              /* a frame's header */
+	MAX_PAYLOAD = 32768,   /* the most payload in a frame out */
+	MAX_IN = 4096,         /* the most a keeper's frame takes, header and all: PIPE_BUF */
+	MAX_PROCS = 256,       /* processes held at once, running or not yet released */
+	STDIN_WINDOW = 65536,  /* stdin buffered per process, at most */
+	MAX_SPEC = 262144,     /* a start's argv, env and cwd together */
+	MAX_CREDIT = 1 << 24,  /* output credit saturates here */
+	HELLO_LEN = 20,        /* nonce (16) and window (4) */
+	ENTRY_LEN = 16,        /* a process in hello-reply */
+};
+
+/* Kinds of frame: the keeper's, then boxer-procd's (high bit set). */
+enum {
+	K_HELLO = 1,
+	K_SPEC = 2,        /* a part of a start's spec; more follows */
+	K_START = 3,       /* the last part: start it */
+	K_STDIN = 4,
+	K_STDIN_CLOSE = 5,
+	K_SIGNAL = 6,
+	K_RESIZE = 7,
+	K_CREDIT = 8,      /* output credit for a stream */
+	K_RELEASE = 9,     /* forget an ended process */
+	K_HELLO_REPLY = 0x81,
+	K_STARTED = 0x82,
+	K_START_FAILED = 0x83,
+	K_OUT = 0x84,
+	K_EOF = 0x85,
+	K_EXIT = 0x86,
+	K_STDIN_CREDIT = 0x87,
+	K_RELEASED = 0x88,
+};
+
+/* Flags of a spec and of a hello-reply entry. */
+enum { SPEC_PTY = 1, SPEC_STDIN = 2 };
+enum { E_EXITED = 1, E_PTY = 2, E_STDIN = 4, E_STDOUT = 8, E_STDERR = 16 };
+
+struct proc {
+	uint32_t id; /* 0: a free slot */
+	pid_t pid;
+	int pty;
+	int in;      /* stdin's writing end, or the PTY's master; -1 once closed */
+	int out[3];  /* [1] stdout (or the PTY's master), [2] stderr; -1 at end of file */
+	uint32_t credit[3];
+	char *buf;   /* stdin not yet written, STDIN_WINDOW bytes once used */
+	uint32_t buflen, bufoff;
+	int closing; /* stdin-close came: close stdin once buf is written */
+	int exited, status;
+};
+
+static struct proc procs[MAX_PROCS];
+static uint32_t window; /* output credit each stream starts with (hello's) */
+static char obuf[HDR + MAX_PAYLOAD];
+static char ibuf[4 * MAX_IN];
+static size_t ilen;
+/* A start's spec, while it comes in parts. */
+static char *spec;
+static size_t speclen;
+static uint32_t specid;
+
+static void put32(char *b, uint32_t v)
+{
+	b[0] = (char)v;
+	b[1] = (char)(v >> 8);
+	b[2] = (char)(v >> 16);
+	b[3] = (char)(v >> 24);
+}
+
+static uint32_t get32(const char *b)
+{
+	const unsigned char *u = (const unsigned char *)b;
+	return u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
+}
+
+static uint16_t get16(const char *b)
+{
+	const unsigned char *u = (const unsigned char *)b;
+	return (uint16_t)(u[0] | u[1] << 8);
+}
+
+/* quit ends every process group boxer-procd started, then itself:
+ * without its keeper nothing could read them or stop them. */
+static void quit(int status, const char *why)
+{
+	if (why != NULL)
+		dprintf(2, "boxer-procd: %s\n", why);
+	for (int i = 0; i < MAX_PROCS; i++)
+		if (procs[i].id != 0 && !procs[i].exited)
+			kill(-procs[i].pid, SIGKILL);
+	_exit(status);
+}
+
+static void write_all(const char *b, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(1, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			quit(1, "writing to the keeper: the channel is closed");
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+/* emit writes a frame whose payload is already at obuf + HDR. */
+static void emit(int kind, int stream, uint32_t id, size_t n)
+{
+	put32(obuf, (uint32_t)n);
+	obuf[4] = (char)kind;
+	obuf[5] = (char)stream;
+	obuf[6] = obuf[7] = 0;
+	put32(obuf + 8, id);
+	write_all(obuf, HDR + n);
+}
+
+static void send32(int kind, int stream, uint32_t id, uint32_t v)
+{
+	put32(obuf + HDR, v);
+	emit(kind, stream, id, 4);
+}
+
+static void start_failed(uint32_t id, int err, const char *msg)
+{
+	put32(obuf + HDR, (uint32_t)err);
+	size_t n = strlen(msg);
+	if (n > MAX_PAYLOAD - 4)
+		n = MAX_PAYLOAD - 4;
+	memcpy(obuf + HDR + 4, msg, n);
+	emit(K_START_FAILED, 0, id, 4 + n);
+}
+
+static struct proc *find(uint32_t id)
+{
+	for (int i = 0; i < MAX_PROCS; i++)
+		if (procs[i].id == id && id != 0)
+			return &procs[i];
+	return NULL;
+}
+
+static void close_in(struct proc *p)
+{
+	if (p->in >= 0 && !p->pty)
+		close(p->in);
+	p->in = -1;
+	free(p->buf);
+	p->buf = NULL;
+	p->buflen = p->bufoff = 0;
+}
+
+static void close_out(struct proc *p, int s)
+{
+	if (p->out[s] < 0)
+		return;
+	close(p->out[s]);
+	p->out[s] = -1;
+	if (p->pty)
+		close_in(p); /* the master was stdin too */
+}
+
+/* pump reads one chunk of stream s of p, as far as its credit goes, and
+ * sends it; at end of file (EIO from a PTY's master whose terminal has
+ * closed) it sends eof. It returns 1 when it sent data. */
+static int pump(struct proc *p, int s)
+{
+	if (p->out[s] < 0 || p->credit[s] == 0)
+		return 0;
+	size_t want = p->credit[s] < MAX_PAYLOAD ? p->credit[s] : MAX_PAYLOAD;
+	ssize_t n = read(p->out[s], obuf + HDR, want);
+	if (n > 0) {
+		p->credit[s] -= (uint32_t)n;
+		emit(K_OUT, s, p->id, (size_t)n);
+		return 1;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	close_out(p, s);
+	emit(K_EOF, s, p->id, 0);
+	return 0;
+}
+
+/* feed writes what p's stdin buffer holds, and returns the credit. */
+static void feed(struct proc *p)
+{
+	if (p->in < 0)
+		return;
+	if (p->buflen > 0) {
+		ssize_t n = write(p->in, p->buf + p->bufoff, p->buflen);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			/* The process closed its stdin: what is left is dropped,
+			 * and its credit returned, so that the keeper never waits. */
+			uint32_t dropped = p->buflen;
+			close_in(p);
+			send32(K_STDIN_CREDIT, 0, p->id, dropped);
+			return;
+		}
+		p->bufoff += (uint32_t)n;
+		p->buflen -= (uint32_t)n;
+		if (p->buflen == 0)
+			p->bufoff = 0;
+		send32(K_STDIN_CREDIT, 0, p->id, (uint32_t)n);
+	}
+	if (p->buflen == 0 && p->closing && !p->pty)
+		close_in(p);
+}
+
+/* reap takes every ended child: what it wrote before it ended goes out
+ * (as far as credit goes) before its exit frame. */
+static void reap(void)
+{
+	for (;;) {
+		int ws;
+		pid_t pid = waitpid(-1, &ws, WNOHANG);
+		if (pid <= 0)
+			return;
+		struct proc *p = NULL;
+		for (int i = 0; i < MAX_PROCS; i++)
+			if (procs[i].id != 0 && procs[i].pid == pid && !procs[i].exited)
+				p = &procs[i];
+		if (p == NULL)
+			continue;
+		p->exited = 1;
+		p->status = ws;
+		for (int s = 1; s <= 2; s++)
+			while (pump(p, s))
+				;
+		if (!p->pty)
+			close_in(p);
+		char *b = obuf + HDR;
+		b[0] = (char)WIFSIGNALED(ws);
+		b[1] = (char)(WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
+		b[2] = (char)(WIFSIGNALED(ws) && WCOREDUMP(ws));
+		b[3] = 0;
+		emit(K_EXIT, 0, p->id, 4);
+	}
+}
+
+static void hello(const char *b, uint32_t n)
+{
+	if (n != HELLO_LEN)
+		quit(2, "a malformed hello from the keeper");
+	window = get32(b + 16);
+	if (window > MAX_CREDIT)
+		window = MAX_CREDIT;
+	free(spec);
+	spec = NULL;
+	speclen = 0;
+	specid = 0;
+	char *r = obuf + HDR;
+	memcpy(r, b, 16);
+	uint32_t count = 0;
+	char *e = r + 20;
+	for (int i = 0; i < MAX_PROCS; i++) {
+		struct proc *p = &procs[i];
+		if (p->id == 0)
+			continue;
+		p->credit[1] = p->out[1] >= 0 ? window : 0;
+		p->credit[2] = p->out[2] >= 0 ? window : 0;
+		int stdin_open = p->in >= 0 && !p->closing;
+		put32(e, p->id);
+		put32(e + 4, (uint32_t)p->pid);
+		e[8] = (char)((p->exited ? E_EXITED : 0) | (p->pty ? E_PTY : 0) | (stdin_open ? E_STDIN : 0) |
+			      (p->out[1] >= 0 ? E_STDOUT : 0) | (p->out[2] >= 0 ? E_STDERR : 0));
+		e[9] = (char)(p->exited && WIFSIGNALED(p->status));
+		e[10] = (char)(!p->exited ? 0 : WIFSIGNALED(p->status) ? WTERMSIG(p->status) : WEXITSTATUS(p->status));
+		e[11] = 0;
+		put32(e + 12, stdin_open ? STDIN_WINDOW - p->buflen : 0);
+		e += ENTRY_LEN;
+		count++;
+	}
+	put32(r + 16, count);
+	emit(K_HELLO_REPLY, 0, 0, 20 + (size_t)count * ENTRY_LEN);
+}
+
+/* executable says whether path is a file that may be executed, as Go's
+ * exec.LookPath's findExecutable does (boxer-init's, as runc finds a
+ * program); else errno says why not. */
+static int executable(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		return 0;
+	}
+	if ((st.st_mode & 0111) == 0) {
+		errno = EACCES;
+		return 0;
+	}
+	return 1;
+}
+
+/* resolve finds the file to execute for name on the PATH of env, as
+ * boxer-init does; NULL when there is none. */
+static const char *resolve(const char *name, char **env, char *buf, size_t size)
+{
+	if (strchr(name, '/') != NULL)
+		return name;
+	const char *path = "";
+	for (char **e = env; *e != NULL; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			path = *e + 5;
+	size_t n = strlen(name);
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t len = (size_t)(end - p);
+		if (len + 1 + n + 1 <= size) {
+			if (len == 0) {
+				buf[0] = '.';
+				len = 1;
+			} else {
+				memcpy(buf, p, len);
+			}
+			buf[len] = '/';
+			memcpy(buf + len + 1, name, n + 1);
+			if (executable(buf))
+				return buf;
+		}
+		if (*end == '\0')
+			break;
+		p = end;
+	}
+	return NULL;
+}
+
+/* strings splits n NUL-ended strings off *b (of *left bytes) into v. */
+static int strings(char **b, size_t *left, char **v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		char *z = memchr(*b, '\0', *left);
+		if (z == NULL)
+			return -1;
+		v[i] = *b;
+		*left -= (size_t)(z - *b) + 1;
+		*b = z + 1;
+	}
+	v[n] = NULL;
+	return 0;
+}
+
+/* spawned is the vfork child's errno when it could not become the
+ * program, and failed the step it failed at, in memory it shares with
+ * boxer-procd until it executes the program. */
+static volatile int spawned;
+static const char *volatile failed;
+
+/* start starts the process a whole spec describes: flags (1), a zero
+ * byte, rows and cols (2 each), two zero bytes, argc and envc (4 each),
+ * then cwd, argv and env, each string ended by a NUL. */
+static void start(uint32_t id, char *b, size_t n)
+{
+	char msg[256], path[4096];
+	if (n < 16 || b[1] != 0 || b[6] != 0 || b[7] != 0) {
+		start_failed(id, EINVAL, "a malformed start");
+		return;
+	}
+	int flags = (unsigned char)b[0];
+	uint16_t rows = get16(b + 2), cols = get16(b + 4);
+	uint32_t argc = get32(b + 8), envc = get32(b + 12);
+	if (find(id) != NULL) {
+		start_failed(id, EEXIST, "the id is in use");
+		return;
+	}
+	struct proc *p = NULL;
+	for (int i = 0; i < MAX_PROCS && p == NULL; i++)
+		if (procs[i].id == 0)
+			p = &procs[i];
+	if (p == NULL) {
+		start_failed(id, EAGAIN, "too many processes: release ended ones first");
+		return;
+	}
+	if (argc == 0 || argc > n || envc > n) {
+		start_failed(id, EINVAL, "a malformed start: no argv, or counts beyond its size");
+		return;
+	}
+	char **argv = calloc((size_t)argc + 1, sizeof *argv), **envp = calloc((size_t)envc + 1, sizeof *envp);
+	char *cwd = b + 16;
+	size_t left = n - 16;
+	char *z = memchr(cwd, '\0', left);
+	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, master = -1, slave = -1;
+	if (argv == NULL || envp == NULL) {
+		start_failed(id, ENOMEM, "no memory for the start");
+		goto done;
+	}
+	if (z == NULL) {
+		start_failed(id, EINVAL, "a malformed start: no cwd");
+		goto done;
+	}
+	char *s = z + 1;
+	left -= (size_t)(z - cwd) + 1;
+	if (strings(&s, &left, argv, argc) < 0 || strings(&s, &left, envp, envc) < 0 || left != 0) {
+		start_failed(id, EINVAL, "a malformed start: its strings do not match its counts");
+		goto done;
+	}
+	const char *volatile file = resolve(argv[0], envp, path, sizeof path);
+	if (file == NULL) {
+		snprintf(msg, sizeof msg, "exec: \"%.200s\": executable file not found in $PATH", argv[0]);
+		start_failed(id, ENOENT, msg);
+		goto done;
+	}
+	if (flags & SPEC_PTY) {
+		struct winsize ws = {.ws_row = rows, .ws_col = cols};
+		const char *name;
+		if ((master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || grantpt(master) < 0 ||
+		    unlockpt(master) < 0 || (name = ptsname(master)) == NULL ||
+		    (slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || ioctl(master, TIOCSWINSZ, &ws) < 0) {
+			snprintf(msg, sizeof msg, "opening a terminal: %s", strerror(errno));
+			start_failed(id, errno, msg);
+			goto done;
+		}
+	} else if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		snprintf(msg, sizeof msg, "making pipes: %s", strerror(errno));
+		start_failed(id, errno, msg);
+		goto done;
+	}
+
+	/* vfork, as boxer-init starts its program: under gVisor it saves
+	 * copying an address space, and a failed chdir or execve is known
+	 * before vfork returns. The child only sets up its descriptors,
+	 * group and signals, then executes the program. */
+	sigset_t none;
+	sigemptyset(&none);
+	spawned = 0;
+	failed = NULL;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		if (slave >= 0) {
+			if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0) {
+				failed = "taking the terminal";
+				goto fail;
+			}
+			dup2(slave, 0);
+			dup2(slave, 1);
+			dup2(slave, 2);
+		} else {
+			setpgid(0, 0);
+			dup2(in[0], 0);
+			dup2(out[1], 1);
+			dup2(err[1], 2);
+		}
+		if (*cwd != '\0' && chdir(cwd) < 0) {
+			failed = "chdir";
+			goto fail;
+		}
+		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execve(file, argv, envp);
+		failed = "exec";
+	fail:
+		spawned = errno;
+		_exit(127);
+	}
+	if (pid < 0 || spawned != 0) {
+		int e = pid < 0 ? errno : spawned;
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		if (pid < 0)
+			snprintf(msg, sizeof msg, "vfork: %s", strerror(e));
+		else if (strcmp(failed, "chdir") == 0)
+			snprintf(msg, sizeof msg, "chdir to %.200s: %s", cwd, strerror(e));
+		else if (strcmp(failed, "exec") == 0)
+			snprintf(msg, sizeof msg, "exec: \"%.200s\": %s", argv[0], e == ENOEXEC ? "exec format error" : strerror(e));
+		else
+			snprintf(msg, sizeof msg, "%s: %s", failed, strerror(e));
+		start_failed(id, e, msg);
+		goto done;
+	}
+
+	memset(p, 0, sizeof *p);
+	p->id = id;
+	p->pid = pid;
+	p->pty = slave >= 0;
+	p->out[0] = -1;
+	if (p->pty) {
+		p->in = p->out[1] = master;
+		p->out[2] = -1;
+		master = -1;
+	} else {
+		p->in = in[1];
+		p->out[1] = out[0];
+		p->out[2] = err[0];
+		in[1] = out[0] = err[0] = -1;
+	}
+	for (int s = 0; s <= 2; s++)
+		if (p->out[s] >= 0)
+			fcntl(p->out[s], F_SETFL, O_NONBLOCK);
+	if (p->in >= 0)
+		fcntl(p->in, F_SETFL, O_NONBLOCK);
+	p->credit[1] = p->out[1] >= 0 ? window : 0;
+	p->credit[2] = p->out[2] >= 0 ? window : 0;
+	send32(K_STARTED, 0, id, (uint32_t)pid);
+	if (flags & SPEC_STDIN)
+		send32(K_STDIN_CREDIT, 0, id, STDIN_WINDOW);
+	if (!(flags & SPEC_STDIN)) {
+		/* An empty stdin: end of file at once (a terminal's stays). */
+		if (p->pty)
+			p->in = -1;
+		else
+			close_in(p);
+	}
+done:
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	if (master >= 0)
+		close(master);
+	if (slave >= 0)
+		close(slave);
+	free(argv);
+	free(envp);
+}
+
+/* part takes a part of id's spec; last starts it. */
+static void part(uint32_t id, const char *b, uint32_t n, int last)
+{
+	if (spec != NULL && specid != id) {
+		/* A start half sent and left: only the last one is kept. */
+		free(spec);
+		spec = NULL;
+		speclen = 0;
+	}
+	if (speclen + n > MAX_SPEC) {
+		free(spec);
+		spec = NULL;
+		speclen = 0;
+		start_failed(id, E2BIG, "the start's argv, env and cwd exceed 256 KiB");
+		specid = id;
+		return;
+	}
+	char *grown = realloc(spec, speclen + n + 1);
+	if (grown == NULL) {
+		start_failed(id, ENOMEM, "no memory for the start");
+		return;
+	}
+	spec = grown;
+	specid = id;
+	memcpy(spec + speclen, b, n);
+	speclen += n;
+	if (!last)
+		return;
+	start(id, spec, speclen);
+	free(spec);
+	spec = NULL;
+	speclen = 0;
+	specid = 0;
+}
+
+/* frame acts on one of the keeper's frames. */
+static void frame(int kind, int stream, uint32_t id, const char *b, uint32_t n)
+{
+	if (kind == K_HELLO) {
+		hello(b, n);
+		return;
+	}
+	if (id == 0)
+		quit(2, "a frame from the keeper without a process id");
+	if (kind == K_SPEC || kind == K_START) {
+		part(id, b, n, kind == K_START);
+		return;
+	}
+	struct proc *p = find(id);
+	if (p == NULL) {
+		dprintf(2, "boxer-procd: a frame of kind %d for process %u, which it does not hold\n", kind, id);
+		return;
+	}
+	switch (kind) {
+	case K_STDIN:
+		if (p->in < 0 || p->closing)
+			return;
+		if (p->buf == NULL && (p->buf = malloc(STDIN_WINDOW)) == NULL)
+			quit(1, "no memory for stdin");
+		if (n > STDIN_WINDOW - p->buflen) {
+			dprintf(2, "boxer-procd: stdin beyond its credit for process %u: dropped\n", id);
+			n = STDIN_WINDOW - p->buflen;
+		}
+		if (p->bufoff + p->buflen + n > STDIN_WINDOW) {
+			memmove(p->buf, p->buf + p->bufoff, p->buflen);
+			p->bufoff = 0;
+		}
+		memcpy(p->buf + p->bufoff + p->buflen, b, n);
+		p->buflen += n;
+		feed(p);
+		return;
+	case K_STDIN_CLOSE:
+		p->closing = 1;
+		feed(p);
+		return;
+	case K_SIGNAL:
+		if (n != 5)
+			quit(2, "a malformed signal from the keeper");
+		/* The group outlives its leader's end (its PID cannot be reused
+		 * while the group exists); the process alone does not. */
+		if (b[4])
+			kill(-p->pid, (int)get32(b));
+		else if (!p->exited)
+			kill(p->pid, (int)get32(b));
+		return;
+	case K_RESIZE:
+		if (n != 4)
+			quit(2, "a malformed resize from the keeper");
+		if (p->pty && p->out[1] >= 0) {
+			struct winsize ws = {.ws_row = get16(b), .ws_col = get16(b + 2)};
+			ioctl(p->out[1], TIOCSWINSZ, &ws);
+		}
+		return;
+	case K_CREDIT:
+		if (n != 4 || stream < 1 || stream > 2)
+			quit(2, "a malformed credit from the keeper");
+		if (p->out[stream] >= 0) {
+			uint64_t c = (uint64_t)p->credit[stream] + get32(b);
+			p->credit[stream] = c > MAX_CREDIT ? MAX_CREDIT : (uint32_t)c;
+		}
+		return;
+	case K_RELEASE:
+		if (!p->exited) {
+			dprintf(2, "boxer-procd: release of process %u, which runs: ignored\n", id);
+			return;
+		}
+		close_out(p, 1);
+		close_out(p, 2);
+		close_in(p);
+		memset(p, 0, sizeof *p);
+		emit(K_RELEASED, 0, id, 0);
+		return;
+	default:
+		quit(2, "a frame of unknown kind from the keeper");
+	}
+}
+
+/* input takes what came on stdin, frame by frame. */
+static void input(void)
+{
+	ssize_t n = read(0, ibuf + ilen, sizeof ibuf - ilen);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0)
+		quit(0, n < 0 ? "reading from the keeper failed" : NULL);
+	ilen += (size_t)n;
+	size_t off = 0;
+	while (ilen - off >= HDR) {
+		char *h = ibuf + off;
+		uint32_t len = get32(h);
+		if (len > MAX_IN - HDR || h[6] != 0 || h[7] != 0)
+			quit(2, "a malformed frame from the keeper");
+		if (ilen - off < HDR + len)
+			break;
+		frame((unsigned char)h[4], (unsigned char)h[5], get32(h + 8), h + HDR, len);
+		off += HDR + len;
+	}
+	memmove(ibuf, ibuf + off, ilen - off);
+	ilen -= off;
+}
+
+static void on_child(int sig)
+{
+	(void)sig;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		dprintf(2, "usage: boxer-procd (its frames come on stdin; docs/internals.md)\n");
+		return 125;
+	}
+	/* SIGCHLD is taken only inside ppoll, which it interrupts; SIGPIPE is
+	 * ignored (a process that closes its stdin is an error from write),
+	 * and each child gets both back as they were. */
+	sigset_t chld, wait_mask;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &wait_mask);
+	sigdelset(&wait_mask, SIGCHLD);
+	struct sigaction sa = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
+	sigaction(SIGCHLD, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
+
+	static struct pollfd fds[1 + 3 * MAX_PROCS];
+	static struct {
+		struct proc *p;
+		int s; /* 0: stdin, 1, 2: output */
+	} who[1 + 3 * MAX_PROCS];
+	for (;;) {
+		nfds_t n = 0;
+		fds[n++] = (struct pollfd){.fd = 0, .events = POLLIN};
+		for (int i = 0; i < MAX_PROCS; i++) {
+			struct proc *p = &procs[i];
+			if (p->id == 0)
+				continue;
+			for (int s = 1; s <= 2; s++)
+				if (p->out[s] >= 0 && p->credit[s] > 0) {
+					who[n].p = p;
+					who[n].s = s;
+					fds[n++] = (struct pollfd){.fd = p->out[s], .events = POLLIN};
+				}
+			if (p->in >= 0 && p->buflen > 0) {
+				who[n].p = p;
+				who[n].s = 0;
+				fds[n++] = (struct pollfd){.fd = p->in, .events = POLLOUT};
+			}
+		}
+		int r = ppoll(fds, n, NULL, &wait_mask);
+		reap();
+		if (r <= 0)
+			continue;
+		for (nfds_t i = 1; i < n; i++) {
+			if (fds[i].revents == 0 || who[i].p->id == 0)
+				continue;
+			if (who[i].s == 0)
+				feed(who[i].p);
+			else
+				pump(who[i].p, who[i].s);
+		}
+		if (fds[0].revents != 0)
+			input();
+	}
+}
