@@ -58,6 +58,7 @@ type server struct {
 	cmd     *exec.Cmd
 	in, out *os.File
 	stderr  bytes.Buffer
+	once    sync.Once
 }
 
 func startServer(t testing.TB, wrap ...string) *server {
@@ -87,6 +88,10 @@ func startServer(t testing.TB, wrap ...string) *server {
 // stop closes the server's stdin (it ends its processes and exits) and
 // waits for it.
 func (s *server) stop(t testing.TB) {
+	s.once.Do(func() { s.stopOnce(t) })
+}
+
+func (s *server) stopOnce(t testing.TB) {
 	s.in.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
@@ -393,6 +398,47 @@ func TestHundred(t *testing.T) {
 	for i, r := range results {
 		if want := fmt.Sprintf("%d ok\n", i); r.stdout != want || r.exit != (Exit{}) {
 			t.Errorf("process %d: %q %+v, want %q", i, r.stdout, r.exit, want)
+		}
+	}
+}
+
+// BenchmarkStartTrue: start to exit of true through boxer-procd over
+// pipes, output read to its end and the process released: the floor of a
+// session exec on this path.
+func BenchmarkStartTrue(b *testing.B) {
+	s := startServer(b)
+	c := New(s.out, s.in, Limits{})
+	if _, err := c.Hello(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		p, err := c.Start(ctx, Spec{Args: []string{"/bin/true"}, Env: env})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, p.Stdout()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, p.Stderr()); err != nil {
+			b.Fatal(err)
+		}
+		if x, err := p.Wait(ctx); err != nil || x != (Exit{}) {
+			b.Fatalf("true ended %+v %v", x, err)
+		}
+		if err := p.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOSExecTrue: the same true started by Go's os/exec on the
+// host, measured beside BenchmarkStartTrue for a ratio that the
+// machine's load does not skew.
+func BenchmarkOSExecTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
