@@ -10,7 +10,8 @@ LIBEXEC            := /usr/local/lib/boxer/bin
 SHIM               := containerd-shim-boxer-v2
 # boxer-init, every sandbox's PID 1 (init/boxer-init.c): static, so that
 # it runs in any image, and small (one process, one thread); boxer-wrap
-# (init/boxer-wrap.c) the same way. Against musl: a static glibc program
+# (init/boxer-wrap.c) and boxer-procd (init/boxer-procd.c, a session's
+# process server) the same way. Against musl: a static glibc program
 # spends 0.3 ms of CPU at its start asking the CPU about its caches (cpuid,
 # which a VM traps), musl's 0.05 ms, and each sandbox starts five or six.
 INIT_CC            := musl-gcc -static -Os -s -Wall -Wextra -Werror
@@ -28,8 +29,9 @@ all: build
 # (daemon, runc shim, ctr), runc and runsc (gVisor), built from the Go module
 # proxy at the versions pinned above into $(LIBEXEC), each only when what is
 # there is not its pinned version; and from this checkout boxer-init, every
-# sandbox's PID 1, and boxer-wrap, the interpreter of boxer's runtime
-# wrappers, built against musl, and $(SHIM).
+# sandbox's PID 1, boxer-wrap, the interpreter of boxer's runtime
+# wrappers, and boxer-procd, a session's process server, built against
+# musl, and $(SHIM).
 # Each binary is built into $(LIBEXEC)/.build and renamed into place, so a
 # sandbox starting meanwhile runs the old binary or the new one, never half.
 deps:
@@ -67,10 +69,11 @@ deps:
 			github.com/opencontainers/runc@$(RUNC_VERSION) && \
 		mv -f $(LIBEXEC)/.build/runc $(LIBEXEC)/runc && rmdir $(LIBEXEC)/.build; \
 	fi
-	@# boxer-init and boxer-wrap from this checkout's source, each replaced
-	@# (by a rename) only when the build differs from what is there.
-	@for p in boxer-init boxer-wrap; do \
-		mkdir -p $(LIBEXEC) && $(INIT_CC) -o $(LIBEXEC)/.$$p.new init/$$p.c && \
+	@# boxer-init, boxer-wrap and boxer-procd from this checkout's source
+	@# (init/NAME.c and any init/NAME-*.c), each replaced (by a rename) only
+	@# when the build differs from what is there.
+	@for p in boxer-init boxer-wrap boxer-procd; do \
+		mkdir -p $(LIBEXEC) && $(INIT_CC) -o $(LIBEXEC)/.$$p.new init/$$p.c $$(ls init/$$p-*.c 2>/dev/null) && \
 		if cmp -s $(LIBEXEC)/.$$p.new $(LIBEXEC)/$$p; then rm -f $(LIBEXEC)/.$$p.new; \
 		else echo "==> building $$p into $(LIBEXEC)"; mv -f $(LIBEXEC)/.$$p.new $(LIBEXEC)/$$p; fi || exit 1; \
 	done
@@ -121,7 +124,7 @@ test-deps:
 		mkdir -p $$dir && dpkg-deb -x $${pkg}_*.deb $$dir && cd / && rm -rf $$tmp || exit 1; \
 	done
 
-# build leaves boxer-init, boxer-wrap, boxer-server and $(SHIM) beside boxer, where
+# build leaves boxer-init, boxer-wrap, boxer-procd, boxer-server and $(SHIM) beside boxer, where
 # boxer looks for them first. Every CLI run pays for boxer's process start, which is
 # mostly the package initialisation of all it links (docs/bench/2026-11-27.md:
 # Start time): so boxer is static (nothing in it needs libc, and a process
@@ -133,15 +136,17 @@ BUILD_TAGS := urfave_cli_no_docs grpcnotrace
 build:
 	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS) boxer_cli" -ldflags "-X main.version=$(VERSION)" -o bin/boxer ./cmd/boxer
 	CGO_ENABLED=0 $(GO) build -tags "$(BUILD_TAGS)" -ldflags "-X main.version=$(VERSION)" -o bin/boxer-server ./cmd/boxer
-	@command -v musl-gcc >/dev/null || { echo "musl-gcc is needed to build boxer-init and boxer-wrap: run 'make deps' (or apt-get install musl-tools)"; exit 1; }
+	@command -v musl-gcc >/dev/null || { echo "musl-gcc is needed to build boxer-init, boxer-wrap and boxer-procd: run 'make deps' (or apt-get install musl-tools)"; exit 1; }
 	$(INIT_CC) -o bin/boxer-init init/boxer-init.c
 	$(INIT_CC) -o bin/boxer-wrap init/boxer-wrap.c
+	$(INIT_CC) -o bin/boxer-procd init/boxer-procd.c init/boxer-procd-start.c
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -o bin/$(SHIM) ./cmd/$(SHIM)
 
 install: build
 	install -m 0755 bin/boxer /usr/local/bin/boxer
 	install -D -m 0755 bin/boxer-init $(LIBEXEC)/boxer-init
 	install -D -m 0755 bin/boxer-wrap $(LIBEXEC)/boxer-wrap
+	install -D -m 0755 bin/boxer-procd $(LIBEXEC)/boxer-procd
 	install -D -m 0755 bin/boxer-server $(LIBEXEC)/boxer-server
 	install -D -m 0755 bin/$(SHIM) $(LIBEXEC)/$(SHIM)
 

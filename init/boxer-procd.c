@@ -35,104 +35,21 @@
  * ioctl, vfork, setsid, setpgid, dup2, chdir, execve, wait4, kill, fcntl,
  * close, rt_sigaction, rt_sigprocmask. One process, one thread.
  *
+ * This file is the channel; init/boxer-procd-start.c starts a process.
  * Built static against musl by 'make deps' and 'make build', as
  * boxer-init is.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <termios.h>
-#include <unistd.h>
+#include "boxer-procd.h"
 
-enum {
-	HDR = 12,              /* a frame's header */
-	MAX_PAYLOAD = 32768,   /* the most payload in a frame out */
-	MAX_IN = 4096,         /* the most a keeper's frame takes, header and all: PIPE_BUF */
-	MAX_PROCS = 256,       /* processes held at once, running or not yet released */
-	STDIN_WINDOW = 65536,  /* stdin buffered per process, at most */
-	MAX_SPEC = 262144,     /* a start's argv, env and cwd together */
-	MAX_CREDIT = 1 << 24,  /* output credit saturates here */
-	HELLO_LEN = 20,        /* nonce (16) and window (4) */
-	ENTRY_LEN = 16,        /* a process in hello-reply */
-};
-
-/* Kinds of frame: the keeper's, then boxer-procd's (high bit set). */
-enum {
-	K_HELLO = 1,
-	K_SPEC = 2,        /* a part of a start's spec; more follows */
-	K_START = 3,       /* the last part: start it */
-	K_STDIN = 4,
-	K_STDIN_CLOSE = 5,
-	K_SIGNAL = 6,
-	K_RESIZE = 7,
-	K_CREDIT = 8,      /* output credit for a stream */
-	K_RELEASE = 9,     /* forget an ended process */
-	K_HELLO_REPLY = 0x81,
-	K_STARTED = 0x82,
-	K_START_FAILED = 0x83,
-	K_OUT = 0x84,
-	K_EOF = 0x85,
-	K_EXIT = 0x86,
-	K_STDIN_CREDIT = 0x87,
-	K_RELEASED = 0x88,
-};
-
-/* Flags of a spec and of a hello-reply entry. */
-enum { SPEC_PTY = 1, SPEC_STDIN = 2 };
-enum { E_EXITED = 1, E_PTY = 2, E_STDIN = 4, E_STDOUT = 8, E_STDERR = 16 };
-
-struct proc {
-	uint32_t id; /* 0: a free slot */
-	pid_t pid;
-	int pty;
-	int in;      /* stdin's writing end, or the PTY's master; -1 once closed */
-	int out[3];  /* [1] stdout (or the PTY's master), [2] stderr; -1 at end of file */
-	uint32_t credit[3];
-	char *buf;   /* stdin not yet written, STDIN_WINDOW bytes once used */
-	uint32_t buflen, bufoff;
-	int closing; /* stdin-close came: close stdin once buf is written */
-	int exited, status;
-};
-
-static struct proc procs[MAX_PROCS];
-static uint32_t window; /* output credit each stream starts with (hello's) */
-static char obuf[HDR + MAX_PAYLOAD];
+struct proc procs[MAX_PROCS];
+uint32_t window; /* output credit each stream starts with (hello's) */
+char obuf[HDR + MAX_PAYLOAD];
 static char ibuf[4 * MAX_IN];
 static size_t ilen;
 /* A start's spec, while it comes in parts. */
 static char *spec;
 static size_t speclen;
 static uint32_t specid;
-
-static void put32(char *b, uint32_t v)
-{
-	b[0] = (char)v;
-	b[1] = (char)(v >> 8);
-	b[2] = (char)(v >> 16);
-	b[3] = (char)(v >> 24);
-}
-
-static uint32_t get32(const char *b)
-{
-	const unsigned char *u = (const unsigned char *)b;
-	return u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 | (uint32_t)u[3] << 24;
-}
-
-static uint16_t get16(const char *b)
-{
-	const unsigned char *u = (const unsigned char *)b;
-	return (uint16_t)(u[0] | u[1] << 8);
-}
 
 /* quit ends every process group boxer-procd started, then itself:
  * without its keeper nothing could read them or stop them. */
@@ -160,7 +77,7 @@ static void write_all(const char *b, size_t n)
 }
 
 /* emit writes a frame whose payload is already at obuf + HDR. */
-static void emit(int kind, int stream, uint32_t id, size_t n)
+void emit(int kind, int stream, uint32_t id, size_t n)
 {
 	put32(obuf, (uint32_t)n);
 	obuf[4] = (char)kind;
@@ -170,13 +87,13 @@ static void emit(int kind, int stream, uint32_t id, size_t n)
 	write_all(obuf, HDR + n);
 }
 
-static void send32(int kind, int stream, uint32_t id, uint32_t v)
+void send32(int kind, int stream, uint32_t id, uint32_t v)
 {
 	put32(obuf + HDR, v);
 	emit(kind, stream, id, 4);
 }
 
-static void start_failed(uint32_t id, int err, const char *msg)
+void start_failed(uint32_t id, int err, const char *msg)
 {
 	put32(obuf + HDR, (uint32_t)err);
 	size_t n = strlen(msg);
@@ -186,7 +103,7 @@ static void start_failed(uint32_t id, int err, const char *msg)
 	emit(K_START_FAILED, 0, id, 4 + n);
 }
 
-static struct proc *find(uint32_t id)
+struct proc *find(uint32_t id)
 {
 	for (int i = 0; i < MAX_PROCS; i++)
 		if (procs[i].id == id && id != 0)
@@ -194,7 +111,7 @@ static struct proc *find(uint32_t id)
 	return NULL;
 }
 
-static void close_in(struct proc *p)
+void close_in(struct proc *p)
 {
 	if (p->in >= 0 && !p->pty)
 		close(p->in);
@@ -328,250 +245,6 @@ static void hello(const char *b, uint32_t n)
 	}
 	put32(r + 16, count);
 	emit(K_HELLO_REPLY, 0, 0, 20 + (size_t)count * ENTRY_LEN);
-}
-
-/* executable says whether path is a file that may be executed, as Go's
- * exec.LookPath's findExecutable does (boxer-init's, as runc finds a
- * program); else errno says why not. */
-static int executable(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) < 0)
-		return 0;
-	if (S_ISDIR(st.st_mode)) {
-		errno = EISDIR;
-		return 0;
-	}
-	if ((st.st_mode & 0111) == 0) {
-		errno = EACCES;
-		return 0;
-	}
-	return 1;
-}
-
-/* resolve finds the file to execute for name on the PATH of env, as
- * boxer-init does; NULL when there is none. */
-static const char *resolve(const char *name, char **env, char *buf, size_t size)
-{
-	if (strchr(name, '/') != NULL)
-		return name;
-	const char *path = "";
-	for (char **e = env; *e != NULL; e++)
-		if (strncmp(*e, "PATH=", 5) == 0)
-			path = *e + 5;
-	size_t n = strlen(name);
-	for (const char *p = path;; p++) {
-		const char *end = strchrnul(p, ':');
-		size_t len = (size_t)(end - p);
-		if (len + 1 + n + 1 <= size) {
-			if (len == 0) {
-				buf[0] = '.';
-				len = 1;
-			} else {
-				memcpy(buf, p, len);
-			}
-			buf[len] = '/';
-			memcpy(buf + len + 1, name, n + 1);
-			if (executable(buf))
-				return buf;
-		}
-		if (*end == '\0')
-			break;
-		p = end;
-	}
-	return NULL;
-}
-
-/* strings splits n NUL-ended strings off *b (of *left bytes) into v. */
-static int strings(char **b, size_t *left, char **v, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		char *z = memchr(*b, '\0', *left);
-		if (z == NULL)
-			return -1;
-		v[i] = *b;
-		*left -= (size_t)(z - *b) + 1;
-		*b = z + 1;
-	}
-	v[n] = NULL;
-	return 0;
-}
-
-/* spawned is the vfork child's errno when it could not become the
- * program, and failed the step it failed at, in memory it shares with
- * boxer-procd until it executes the program. */
-static volatile int spawned;
-static const char *volatile failed;
-
-/* start starts the process a whole spec describes: flags (1), a zero
- * byte, rows and cols (2 each), two zero bytes, argc and envc (4 each),
- * then cwd, argv and env, each string ended by a NUL. */
-static void start(uint32_t id, char *b, size_t n)
-{
-	char msg[256], path[4096];
-	if (n < 16 || b[1] != 0 || b[6] != 0 || b[7] != 0) {
-		start_failed(id, EINVAL, "a malformed start");
-		return;
-	}
-	int flags = (unsigned char)b[0];
-	uint16_t rows = get16(b + 2), cols = get16(b + 4);
-	uint32_t argc = get32(b + 8), envc = get32(b + 12);
-	if (find(id) != NULL) {
-		start_failed(id, EEXIST, "the id is in use");
-		return;
-	}
-	struct proc *p = NULL;
-	for (int i = 0; i < MAX_PROCS && p == NULL; i++)
-		if (procs[i].id == 0)
-			p = &procs[i];
-	if (p == NULL) {
-		start_failed(id, EAGAIN, "too many processes: release ended ones first");
-		return;
-	}
-	if (argc == 0 || argc > n || envc > n) {
-		start_failed(id, EINVAL, "a malformed start: no argv, or counts beyond its size");
-		return;
-	}
-	char **argv = calloc((size_t)argc + 1, sizeof *argv), **envp = calloc((size_t)envc + 1, sizeof *envp);
-	char *cwd = b + 16;
-	size_t left = n - 16;
-	char *z = memchr(cwd, '\0', left);
-	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, master = -1, slave = -1;
-	if (argv == NULL || envp == NULL) {
-		start_failed(id, ENOMEM, "no memory for the start");
-		goto done;
-	}
-	if (z == NULL) {
-		start_failed(id, EINVAL, "a malformed start: no cwd");
-		goto done;
-	}
-	char *s = z + 1;
-	left -= (size_t)(z - cwd) + 1;
-	if (strings(&s, &left, argv, argc) < 0 || strings(&s, &left, envp, envc) < 0 || left != 0) {
-		start_failed(id, EINVAL, "a malformed start: its strings do not match its counts");
-		goto done;
-	}
-	const char *volatile file = resolve(argv[0], envp, path, sizeof path);
-	if (file == NULL) {
-		snprintf(msg, sizeof msg, "exec: \"%.200s\": executable file not found in $PATH", argv[0]);
-		start_failed(id, ENOENT, msg);
-		goto done;
-	}
-	if (flags & SPEC_PTY) {
-		struct winsize ws = {.ws_row = rows, .ws_col = cols};
-		const char *name;
-		if ((master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || grantpt(master) < 0 ||
-		    unlockpt(master) < 0 || (name = ptsname(master)) == NULL ||
-		    (slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0 || ioctl(master, TIOCSWINSZ, &ws) < 0) {
-			snprintf(msg, sizeof msg, "opening a terminal: %s", strerror(errno));
-			start_failed(id, errno, msg);
-			goto done;
-		}
-	} else if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
-		snprintf(msg, sizeof msg, "making pipes: %s", strerror(errno));
-		start_failed(id, errno, msg);
-		goto done;
-	}
-
-	/* vfork, as boxer-init starts its program: under gVisor it saves
-	 * copying an address space, and a failed chdir or execve is known
-	 * before vfork returns. The child only sets up its descriptors,
-	 * group and signals, then executes the program. */
-	sigset_t none;
-	sigemptyset(&none);
-	spawned = 0;
-	failed = NULL;
-	pid_t pid = vfork();
-	if (pid == 0) {
-		if (slave >= 0) {
-			if (setsid() < 0 || ioctl(slave, TIOCSCTTY, 0) < 0) {
-				failed = "taking the terminal";
-				goto fail;
-			}
-			dup2(slave, 0);
-			dup2(slave, 1);
-			dup2(slave, 2);
-		} else {
-			setpgid(0, 0);
-			dup2(in[0], 0);
-			dup2(out[1], 1);
-			dup2(err[1], 2);
-		}
-		if (*cwd != '\0' && chdir(cwd) < 0) {
-			failed = "chdir";
-			goto fail;
-		}
-		signal(SIGPIPE, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execve(file, argv, envp);
-		failed = "exec";
-	fail:
-		spawned = errno;
-		_exit(127);
-	}
-	if (pid < 0 || spawned != 0) {
-		int e = pid < 0 ? errno : spawned;
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		if (pid < 0)
-			snprintf(msg, sizeof msg, "vfork: %s", strerror(e));
-		else if (strcmp(failed, "chdir") == 0)
-			snprintf(msg, sizeof msg, "chdir to %.200s: %s", cwd, strerror(e));
-		else if (strcmp(failed, "exec") == 0)
-			snprintf(msg, sizeof msg, "exec: \"%.200s\": %s", argv[0], e == ENOEXEC ? "exec format error" : strerror(e));
-		else
-			snprintf(msg, sizeof msg, "%s: %s", failed, strerror(e));
-		start_failed(id, e, msg);
-		goto done;
-	}
-
-	memset(p, 0, sizeof *p);
-	p->id = id;
-	p->pid = pid;
-	p->pty = slave >= 0;
-	p->out[0] = -1;
-	if (p->pty) {
-		p->in = p->out[1] = master;
-		p->out[2] = -1;
-		master = -1;
-	} else {
-		p->in = in[1];
-		p->out[1] = out[0];
-		p->out[2] = err[0];
-		in[1] = out[0] = err[0] = -1;
-	}
-	for (int s = 0; s <= 2; s++)
-		if (p->out[s] >= 0)
-			fcntl(p->out[s], F_SETFL, O_NONBLOCK);
-	if (p->in >= 0)
-		fcntl(p->in, F_SETFL, O_NONBLOCK);
-	p->credit[1] = p->out[1] >= 0 ? window : 0;
-	p->credit[2] = p->out[2] >= 0 ? window : 0;
-	send32(K_STARTED, 0, id, (uint32_t)pid);
-	if (flags & SPEC_STDIN)
-		send32(K_STDIN_CREDIT, 0, id, STDIN_WINDOW);
-	if (!(flags & SPEC_STDIN)) {
-		/* An empty stdin: end of file at once (a terminal's stays). */
-		if (p->pty)
-			p->in = -1;
-		else
-			close_in(p);
-	}
-done:
-	for (int i = 0; i < 2; i++) {
-		if (in[i] >= 0)
-			close(in[i]);
-		if (out[i] >= 0)
-			close(out[i]);
-		if (err[i] >= 0)
-			close(err[i]);
-	}
-	if (master >= 0)
-		close(master);
-	if (slave >= 0)
-		close(slave);
-	free(argv);
-	free(envp);
 }
 
 /* part takes a part of id's spec; last starts it. */

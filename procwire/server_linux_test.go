@@ -40,7 +40,13 @@ func procd(t testing.TB) string {
 			return
 		}
 		procdBin = filepath.Join(dir, "boxer-procd")
-		out, err := exec.Command(cc, "-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", procdBin, "../init/boxer-procd.c").CombinedOutput()
+		src, err := filepath.Glob("../init/boxer-procd*.c")
+		if err != nil || len(src) == 0 {
+			buildErr = fmt.Errorf("no ../init/boxer-procd*.c: %v", err)
+			return
+		}
+		args := append([]string{"-static", "-Os", "-s", "-Wall", "-Wextra", "-Werror", "-o", procdBin}, src...)
+		out, err := exec.Command(cc, args...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("building boxer-procd: %v\n%s", err, out)
 		}
