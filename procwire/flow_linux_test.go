@@ -64,8 +64,8 @@ func TestSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); unread(p, Stdout) < window; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the window did not fill: %d bytes unread", unread(p, Stdout))
+		if time.Now().After(deadline) || c.Err() != nil {
+			t.Fatalf("the window did not fill: %d bytes unread (%v)", unread(p, Stdout), c.Err())
 		}
 	}
 	// What is in flight settles: the pipe fills and yes blocks in write.
@@ -132,7 +132,10 @@ func (d *dying) die() {
 func TestResync(t *testing.T) {
 	s := startServer(t)
 	d := &dying{f: s.out, chunks: 7}
-	old := New(d, s.in, Limits{})
+	// A small window: what the server has in flight when the client dies
+	// fits in the pipe, so the server is not blocked writing, and the
+	// quitter's exit goes into the pipe to be lost with the rest.
+	old := New(d, s.in, Limits{Window: 4096})
 	if _, err := old.Hello(ctxFor(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,5 +198,26 @@ func TestResync(t *testing.T) {
 	}
 	if err := c.Err(); err != nil {
 		t.Errorf("the channel broke: %v", err)
+	}
+}
+
+// TestOutputBeforeExit: what a process wrote before it ended comes
+// before its exit: once Wait returns, the client holds all of it.
+func TestOutputBeforeExit(t *testing.T) {
+	s := startServer(t)
+	c := dial(t, s, Limits{})
+	ctx := ctxFor(t)
+	for i := range 20 {
+		p, err := c.Start(ctx, Spec{Args: []string{"sh", "-c", "echo hello; echo err >&2"}, Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if out, errs := unread(p, Stdout), unread(p, Stderr); out != 6 || errs != 4 {
+			t.Fatalf("run %d: at its exit the client held %d and %d bytes of its output, want 6 and 4", i, out, errs)
+		}
+		collect(t, p, nil)
 	}
 }

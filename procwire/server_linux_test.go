@@ -98,7 +98,10 @@ func (s *server) stop(t testing.TB) {
 }
 
 func (s *server) stopOnce(t testing.TB) {
+	// Its stdout closes too: a server blocked writing to a client that
+	// stopped reading ends on EPIPE.
 	s.in.Close()
+	s.out.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	select {
@@ -108,7 +111,6 @@ func (s *server) stopOnce(t testing.TB) {
 		<-done
 		t.Errorf("boxer-procd did not exit 10 s after its stdin closed")
 	}
-	s.out.Close()
 	if s.stderr.Len() > 0 {
 		t.Logf("boxer-procd's stderr: %s", s.stderr.String())
 	}
