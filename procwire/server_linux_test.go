@@ -3,6 +3,7 @@ package procwire
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// syscallKill ends a process a test left behind.
+func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
 
 // env is the environment of the processes the tests start.
 var env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}
@@ -448,5 +453,27 @@ func BenchmarkOSExecTrue(b *testing.B) {
 		if err := exec.Command("/bin/true").Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestServerDies: a server killed under its client breaks the channel
+// with ErrServerGone, and every wait returns it.
+func TestServerDies(t *testing.T) {
+	s := startServer(t)
+	c := dial(t, s, Limits{})
+	ctx := ctxFor(t)
+	p, err := c.Start(ctx, Spec{Args: []string{"sleep", "100"}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscallKill(p.PID()) })
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); !errors.Is(err, ErrServerGone) {
+		t.Errorf("wait after the server died: %v, want %v", err, ErrServerGone)
+	}
+	if _, err := c.Start(ctx, Spec{Args: []string{"true"}, Env: env}); !errors.Is(err, ErrServerGone) {
+		t.Errorf("start after the server died: %v", err)
 	}
 }
