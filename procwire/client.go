@@ -339,6 +339,9 @@ func (c *Client) dispatch(f frame) error {
 			return err
 		}
 		p.state, p.exit = exited, x
+		if p.abandoned {
+			go p.Release(context.Background()) //nolint:errcheck // nobody holds it: best effort
+		}
 	case kindStdinCredit:
 		if !p.stdin || len(f.payload) != 4 {
 			return violation("stdin credit for process %d, which has no stdin", f.id)

@@ -310,3 +310,39 @@ func TestHostileHello(t *testing.T) {
 		}
 	})
 }
+
+// TestAbandonedStart: a start whose caller gave up is killed once it
+// starts, and released once it ends: it holds no place for long.
+func TestAbandonedStart(t *testing.T) {
+	f, c := newFake(t, Limits{MaxProcs: 1})
+	if _, err := f.hello(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Start(ctx, Spec{Args: []string{"x"}})
+		done <- err
+	}()
+	st := f.next(kindStart)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("start = %v, want context.Canceled", err)
+	}
+	f.write(frameBytes(kindStarted, 0, st.id, u32(10)))
+	if sig := f.next(kindSignal); sig.id != st.id || binary.LittleEndian.Uint32(sig.payload) != 9 || sig.payload[4] != 1 {
+		t.Fatalf("after its start the abandoned process got %+v, want SIGKILL to its group", sig)
+	}
+	f.write(frameBytes(kindExit, 0, st.id, []byte{1, 9, 0, 0}))
+	if rel := f.next(kindRelease); rel.id != st.id {
+		t.Fatalf("release of %d, want %d", rel.id, st.id)
+	}
+	f.write(frameBytes(kindReleased, 0, st.id, nil))
+	// Its place is free again: the next start goes out.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go c.Start(ctx2, Spec{Args: []string{"y"}})
+	if st2 := f.next(kindStart); st2.id != st.id+1 {
+		t.Fatalf("the next start has id %d", st2.id)
+	}
+}
