@@ -103,7 +103,9 @@ void start(uint32_t id, char *b, size_t n)
 		start_failed(id, EAGAIN, "too many processes: release ended ones first");
 		return;
 	}
-	if (argc == 0 || argc > n || envc > n) {
+	/* Each string takes a byte at least: the counts are checked before
+	 * anything is allocated for them. */
+	if (argc == 0 || (uint64_t)argc + envc > n - 16) {
 		start_failed(id, EINVAL, "a malformed start: no argv, or counts beyond its size");
 		return;
 	}

@@ -50,6 +50,7 @@ static size_t ilen;
 static char *spec;
 static size_t speclen;
 static uint32_t specid;
+static int specbad; /* its start failed already */
 
 /* quit ends every process group boxer-procd started, then itself:
  * without its keeper nothing could read them or stop them. */
@@ -221,6 +222,7 @@ static void hello(const char *b, uint32_t n)
 	spec = NULL;
 	speclen = 0;
 	specid = 0;
+	specbad = 0;
 	char *r = obuf + HDR;
 	memcpy(r, b, 16);
 	uint32_t count = 0;
@@ -247,38 +249,41 @@ static void hello(const char *b, uint32_t n)
 	emit(K_HELLO_REPLY, 0, 0, 20 + (size_t)count * ENTRY_LEN);
 }
 
-/* part takes a part of id's spec; last starts it. */
+/* part takes a part of id's spec; last starts it. A start that failed
+ * already (too long) drops the rest of its parts; another id's part drops
+ * a start half sent (only the last one is kept). */
 static void part(uint32_t id, const char *b, uint32_t n, int last)
 {
-	if (spec != NULL && specid != id) {
-		/* A start half sent and left: only the last one is kept. */
+	if (specid != id) {
 		free(spec);
 		spec = NULL;
 		speclen = 0;
-	}
-	if (speclen + n > MAX_SPEC) {
-		free(spec);
-		spec = NULL;
-		speclen = 0;
-		start_failed(id, E2BIG, "the start's argv, env and cwd exceed 256 KiB");
+		specbad = 0;
 		specid = id;
-		return;
 	}
-	char *grown = realloc(spec, speclen + n + 1);
-	if (grown == NULL) {
-		start_failed(id, ENOMEM, "no memory for the start");
-		return;
+	if (!specbad && speclen + n > MAX_SPEC) {
+		start_failed(id, E2BIG, "the start's argv, env and cwd exceed 256 KiB");
+		specbad = 1;
 	}
-	spec = grown;
-	specid = id;
-	memcpy(spec + speclen, b, n);
-	speclen += n;
+	if (!specbad) {
+		char *grown = realloc(spec, speclen + n + 1);
+		if (grown == NULL) {
+			start_failed(id, ENOMEM, "no memory for the start");
+			specbad = 1;
+		} else {
+			spec = grown;
+			memcpy(spec + speclen, b, n);
+			speclen += n;
+		}
+	}
 	if (!last)
 		return;
-	start(id, spec, speclen);
+	if (!specbad)
+		start(id, spec, speclen);
 	free(spec);
 	spec = NULL;
 	speclen = 0;
+	specbad = 0;
 	specid = 0;
 }
 

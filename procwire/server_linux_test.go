@@ -153,7 +153,7 @@ func run(t testing.TB, c *Client, spec Spec, stdin []byte) result {
 	spec.Stdin = spec.Stdin || stdin != nil
 	p, err := c.Start(ctx, spec)
 	if err != nil {
-		t.Fatalf("starting %q: %v", spec.Args, err)
+		t.Fatalf("starting %q (%d arguments): %v", spec.Args[0], len(spec.Args), err)
 	}
 	return collect(t, p, stdin)
 }
@@ -475,5 +475,34 @@ func TestServerDies(t *testing.T) {
 	}
 	if _, err := c.Start(ctx, Spec{Args: []string{"true"}, Env: env}); !errors.Is(err, ErrServerGone) {
 		t.Errorf("start after the server died: %v", err)
+	}
+}
+
+// BenchmarkOutput: 64 MiB of a process's stdout through boxer-procd,
+// under the default window.
+func BenchmarkOutput(b *testing.B) {
+	s := startServer(b)
+	c := New(s.out, s.in, Limits{})
+	if _, err := c.Hello(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	const size = 64 << 20
+	b.SetBytes(size)
+	for b.Loop() {
+		p, err := c.Start(ctx, Spec{Args: []string{"head", "-c", strconv.Itoa(size), "/dev/zero"}, Env: env})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, p.Stdout())
+		if err != nil || n != size {
+			b.Fatalf("read %d bytes, %v", n, err)
+		}
+		if _, err := p.Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
