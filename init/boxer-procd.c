@@ -31,9 +31,11 @@
  * keeper finds in the stream by the nonce.
  *
  * It runs as the sandbox's user without capabilities, under the sandbox's
- * seccomp filter: it needs ppoll, read, write, pipe2, openat (the PTY),
- * ioctl, vfork, setsid, setpgid, dup2, chdir, execve, wait4, kill, fcntl,
- * close, rt_sigaction, rt_sigprocmask. One process, one thread.
+ * seccomp filter: it needs ppoll, read, write, pipe2, open and stat (the
+ * PTY, the program), ioctl, vfork, setsid, setpgid, dup2, chdir, execve,
+ * wait4, kill, fcntl, close, rt_sigaction, rt_sigprocmask, and brk, mmap
+ * and munmap (malloc): procwire's TestSeccompAllows traces what it makes
+ * against the default profile. One process, one thread.
  *
  * This file is the channel; init/boxer-procd-start.c starts a process.
  * Built static against musl by 'make deps' and 'make build', as

@@ -79,7 +79,9 @@ func (c *Client) Err() error {
 	return c.err
 }
 
-// Broken is closed when the channel breaks.
+// Broken is closed when the channel breaks. The client then reads and
+// writes no more: its owner should close r and w (end the server), as a
+// server left blocked writing to it would block a write still under way.
 func (c *Client) Broken() <-chan struct{} { return c.broken }
 
 // Close stops the client: its calls fail from now on. It leaves r and w
