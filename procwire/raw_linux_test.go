@@ -79,3 +79,58 @@ func TestRawStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestServerMaxProcs: the server holds at most ServerMaxProcs processes,
+// whatever its client asks: the next start fails, and a release makes
+// room again.
+func TestServerMaxProcs(t *testing.T) {
+	s := startServer(t)
+	send := func(kind byte, id uint32, payload []byte) {
+		t.Helper()
+		b := make([]byte, HeaderLen+len(payload))
+		header(b, kind, 0, id, len(payload))
+		copy(b[HeaderLen:], payload)
+		if _, err := s.in.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := bufio.NewReader(s.out)
+	buf := make([]byte, MaxPayload)
+	next := func() frame {
+		t.Helper()
+		f, err := readFrame(r, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	send(kindHello, 0, make([]byte, helloLen))
+	next()
+	sleep, err := encodeSpec(Spec{Args: []string{"sleep", "100"}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := uint32(1); id <= ServerMaxProcs+1; id++ {
+		send(kindStart, id, sleep)
+		f := next()
+		if id <= ServerMaxProcs && (f.kind != kindStarted || f.id != id) {
+			t.Fatalf("start %d: kind %#x %q", id, f.kind, f.payload)
+		}
+		if id == ServerMaxProcs+1 && (f.kind != kindStartFailed || !bytes.Contains(f.payload, []byte("too many processes"))) {
+			t.Fatalf("start %d, past the most: kind %#x %q", id, f.kind, f.payload)
+		}
+	}
+	var sig [5]byte
+	binary.LittleEndian.PutUint32(sig[:], 9)
+	send(kindSignal, 1, sig[:])
+	for f := next(); f.kind != kindExit || f.id != 1; f = next() {
+	}
+	send(kindRelease, 1, nil)
+	if f := next(); f.kind != kindReleased || f.id != 1 {
+		t.Fatalf("release: kind %#x id %d", f.kind, f.id)
+	}
+	send(kindStart, 1000, sleep)
+	if f := next(); f.kind != kindStarted || f.id != 1000 {
+		t.Fatalf("a start after a release: kind %#x id %d %q", f.kind, f.id, f.payload)
+	}
+}
