@@ -273,9 +273,13 @@ func (p *Process) Release(ctx context.Context) error {
 
 // Info is what the client knows of a process now.
 type Info struct {
-	ID     uint32
-	PID    int
-	PTY    bool
+	// ID is the process's id on the channel.
+	ID uint32
+	// PID is its PID in the server's PID namespace.
+	PID int
+	// PTY says it runs on a terminal.
+	PTY bool
+	// Exited says it has ended, as Exit says.
 	Exited bool
 	Exit   Exit
 }
