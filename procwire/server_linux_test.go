@@ -29,6 +29,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the build of boxer-procd after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if procdBin != "" {
+		os.RemoveAll(filepath.Dir(procdBin))
+	}
+	os.Exit(code)
+}
+
 // procd builds boxer-procd from init/ as the Makefile does, once a test
 // binary: musl-gcc is a build dependency ('make deps' installs it).
 func procd(t testing.TB) string {
