@@ -79,11 +79,18 @@ func (p *Process) takeOut(s byte, b []byte) error {
 		return violation("%d bytes on process %d's stream %d, beyond its credit of %d", len(b), p.id, s, st.credit)
 	}
 	st.credit -= len(b)
-	if st.data == nil {
-		st.data = make([]byte, 0, p.c.lim.Window)
-	}
+	// The buffer grows as output comes, to the window at most (the
+	// credit keeps what is unread within it), not to it at once: most
+	// commands write little.
 	if len(st.data)+len(b) > cap(st.data) {
-		st.data = st.data[:copy(st.data, st.data[st.off:])]
+		unread := len(st.data) - st.off
+		if need := unread + len(b); need <= cap(st.data) {
+			st.data = st.data[:copy(st.data, st.data[st.off:])]
+		} else {
+			grown := make([]byte, unread, min(max(2*cap(st.data), need, 4096), p.c.lim.Window))
+			copy(grown, st.data[st.off:])
+			st.data = grown
+		}
 		st.off = 0
 	}
 	st.data = append(st.data, b...)
