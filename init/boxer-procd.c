@@ -33,15 +33,16 @@
  * It runs as the sandbox's user without capabilities, under the sandbox's
  * seccomp filter: it needs ppoll, read, write, pipe2, open and stat (the
  * PTY, the program), ioctl, vfork, setsid, setpgid, dup2, chdir, execve,
- * wait4, kill, fcntl, close, rt_sigaction, rt_sigprocmask, and brk, mmap
- * and munmap (malloc): procwire's TestSeccompAllows traces what it makes
- * against the default profile. One process, one thread.
+ * wait4, kill, fcntl, close, close_range, rt_sigaction, rt_sigprocmask,
+ * and brk, mmap and munmap (malloc): procwire's TestSeccompAllows traces
+ * what it makes against the default profile. One process, one thread.
  *
  * This file is the channel; init/boxer-procd-start.c starts a process.
  * Built static against musl by 'make deps' and 'make build', as
  * boxer-init is.
  */
 #include "boxer-procd.h"
+#include <sys/syscall.h>
 
 struct proc procs[MAX_PROCS];
 uint32_t window; /* output credit each stream starts with (hello's) */
@@ -419,6 +420,12 @@ int main(int argc, char **argv)
 	sigaction(SIGCHLD, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
+	/* What boxer-procd was given beyond its stdio is not its processes'
+	 * (a runtime's exec gives them only 0, 1 and 2): close_range (Linux
+	 * 5.9), else one close a descriptor. */
+	if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
 
 	static struct pollfd fds[1 + 3 * MAX_PROCS];
 	static struct {

@@ -222,6 +222,8 @@ func TestStartExit(t *testing.T) {
 		{name: "env and cwd", spec: Spec{Args: []string{"sh", "-c", `echo "$FOO" "$(pwd)"`}, Env: append([]string{"FOO=bar"}, env...), Cwd: "/tmp"}, stdout: "bar /tmp\n"},
 		{name: "only its env", spec: Spec{Args: []string{"/usr/bin/env"}, Env: []string{"ONLY=1"}}, stdout: "ONLY=1\n"},
 		{name: "own group", spec: Spec{Args: []string{"sh", "-c", `ps -o pid=,pgid= -p $$`}}},
+		// Nothing of the server's leaks: ls's own directory is 3.
+		{name: "only its stdio", spec: Spec{Args: []string{"ls", "/proc/self/fd"}}, stdout: "0\n1\n2\n3\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
