@@ -408,6 +408,14 @@ int main(int argc, char **argv)
 		dprintf(2, "usage: boxer-procd (its frames come on stdin; docs/internals.md)\n");
 		return 125;
 	}
+	/* A signal ignored by whatever started boxer-procd is not ignored by
+	 * its processes, as a runtime's exec's are not (execve keeps an
+	 * ignored signal ignored): once here, not in each child. */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction old;
+		if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			signal(sig, SIG_DFL);
+	}
 	/* SIGCHLD is taken only inside ppoll, which it interrupts; SIGPIPE is
 	 * ignored (a process that closes its stdin is an error from write),
 	 * and each child gets both back as they were. */

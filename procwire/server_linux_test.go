@@ -206,7 +206,9 @@ func collect(t testing.TB, p *Process, stdin []byte) result {
 // TestStartExit: processes start with argv, env and cwd, their output
 // comes back whole, and their ends are reported as code or signal.
 func TestStartExit(t *testing.T) {
-	s := startServer(t)
+	// nohup: the server is started with SIGHUP ignored, which its
+	// processes must not inherit.
+	s := startServer(t, "nohup")
 	c := dial(t, s, Limits{})
 	tests := []struct {
 		name   string
@@ -223,6 +225,8 @@ func TestStartExit(t *testing.T) {
 		{name: "only its env", spec: Spec{Args: []string{"/usr/bin/env"}, Env: []string{"ONLY=1"}}, stdout: "ONLY=1\n"},
 		{name: "own group", spec: Spec{Args: []string{"sh", "-c", `ps -o pid=,pgid= -p $$`}}},
 		// Nothing of the server's leaks: ls's own directory is 3.
+		// Nothing blocked or ignored: a shell reports its own SIGINT, SIGQUIT not.
+		{name: "signals", spec: Spec{Args: []string{"grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"}}, stdout: "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n"},
 		{name: "only its stdio", spec: Spec{Args: []string{"ls", "/proc/self/fd"}}, stdout: "0\n1\n2\n3\n"},
 	}
 	for _, tc := range tests {
