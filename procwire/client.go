@@ -58,7 +58,8 @@ type Client struct {
 	cond   *sync.Cond
 	procs  map[uint32]*Process
 	next   uint32
-	hello  bool
+	hello  bool // Hello was called
+	ready  bool // its reply came: ids past the adopted ones are free
 	err    error
 	broken chan struct{}
 }
@@ -262,6 +263,7 @@ func (c *Client) adopt(entries []entry) []*Process {
 		c.next = max(c.next, e.id)
 		procs = append(procs, p)
 	}
+	c.ready = true
 	return procs
 }
 
@@ -394,7 +396,7 @@ func (c *Client) Start(ctx context.Context, s Spec) (*Process, error) {
 		return nil, err
 	}
 	c.mu.Lock()
-	if !c.hello {
+	if !c.ready {
 		c.mu.Unlock()
 		return nil, errors.New("starting a process: say hello to the process server first")
 	}
