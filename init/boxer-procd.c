@@ -396,9 +396,13 @@ static void input(void)
 	ilen -= off;
 }
 
-static void on_child(int sig)
+/* ending is the signal that ends boxer-procd, once one came. */
+static volatile sig_atomic_t ending;
+
+static void on_signal(int sig)
 {
-	(void)sig;
+	if (sig != SIGCHLD)
+		ending = sig;
 }
 
 int main(int argc, char **argv)
@@ -416,16 +420,22 @@ int main(int argc, char **argv)
 		if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
 			signal(sig, SIG_DFL);
 	}
-	/* SIGCHLD is taken only inside ppoll, which it interrupts; SIGPIPE is
-	 * ignored (a process that closes its stdin is an error from write),
-	 * and each child gets both back as they were. */
-	sigset_t chld, wait_mask;
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, &wait_mask);
-	sigdelset(&wait_mask, SIGCHLD);
-	struct sigaction sa = {.sa_handler = on_child, .sa_flags = SA_NOCLDSTOP};
-	sigaction(SIGCHLD, &sa, NULL);
+	/* SIGCHLD, and SIGTERM, SIGINT and SIGHUP (which end boxer-procd and
+	 * its processes, which would otherwise outlive it), are taken only
+	 * inside ppoll, which they interrupt; SIGPIPE is ignored (a process
+	 * that closes its stdin is an error from write). Each child gets
+	 * them back as they were. */
+	static const int taken[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP};
+	sigset_t mask, wait_mask;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++)
+		sigaddset(&mask, taken[i]);
+	sigprocmask(SIG_BLOCK, &mask, &wait_mask);
+	for (size_t i = 0; i < sizeof taken / sizeof taken[0]; i++) {
+		sigdelset(&wait_mask, taken[i]);
+		struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_NOCLDSTOP};
+		sigaction(taken[i], &sa, NULL);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
 	/* What boxer-procd was given beyond its stdio is not its processes'
@@ -460,6 +470,8 @@ int main(int argc, char **argv)
 			}
 		}
 		int r = ppoll(fds, n, NULL, &wait_mask);
+		if (ending != 0)
+			quit(128 + ending, "ended by a signal: its processes end with it");
 		reap();
 		if (r <= 0)
 			continue;

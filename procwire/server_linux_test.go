@@ -292,20 +292,40 @@ func TestStdinCat(t *testing.T) {
 	}
 }
 
-// readUntil reads r until what it has read contains want.
+// readUntil reads r until what it has read (into seen) contains want,
+// for 10 s at most: a read that never returns fails the test.
 func readUntil(t *testing.T, r io.Reader, want string, seen *strings.Builder) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	b := make([]byte, 4096)
-	for !strings.Contains(seen.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in %q", want, seen.String())
+	var mu sync.Mutex
+	got := seen.String()
+	done := make(chan error, 1)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := r.Read(b)
+			mu.Lock()
+			got += string(b[:n])
+			found := strings.Contains(got, want)
+			mu.Unlock()
+			if found || err != nil {
+				done <- err
+				return
+			}
 		}
-		n, err := r.Read(b)
-		seen.Write(b[:n])
-		if err != nil {
-			t.Fatalf("reading for %q: %v (read %q)", want, err, seen.String())
+	}()
+	select {
+	case err := <-done:
+		mu.Lock()
+		defer mu.Unlock()
+		seen.Reset()
+		seen.WriteString(got)
+		if !strings.Contains(got, want) {
+			t.Fatalf("reading for %q: %v (read %q)", want, err, got)
 		}
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("no %q in 10 s (read %q)", want, got)
 	}
 }
 
@@ -341,6 +361,23 @@ func TestPTY(t *testing.T) {
 	}
 	if n, err := p.Stderr().Read(make([]byte, 1)); n != 0 || err != io.EOF {
 		t.Errorf("a terminal's stderr read %d, %v; want end of file", n, err)
+	}
+
+	// The terminal is the process's controlling one: ^C on it is SIGINT
+	// to its foreground group.
+	p, err = c.Start(ctxFor(t), Spec{Args: []string{"sh", "-c", `trap 'echo got-int; exit 5' INT; echo ready; while :; do sleep 0.05; done`}, Env: env, Stdin: true, PTY: &Size{Rows: 24, Cols: 80}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen.Reset()
+	readUntil(t, p.Stdout(), "ready", &seen)
+	if _, err := p.Stdin().Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, p.Stdout(), "got-int", &seen)
+	go io.Copy(io.Discard, p.Stdout())
+	if x, err := p.Wait(ctxFor(t)); err != nil || x != (Exit{Code: 5}) {
+		t.Errorf("sh after ^C on its terminal: %+v %v", x, err)
 	}
 }
 
@@ -518,6 +555,40 @@ func BenchmarkOutput(b *testing.B) {
 		}
 		if err := p.Release(ctx); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestServerSignalled: a server ended by SIGTERM (as boxer-init passes
+// on a runtime's kill) ends its processes, and their groups, first.
+func TestServerSignalled(t *testing.T) {
+	s := startServer(t)
+	c := dial(t, s, Limits{})
+	ctx := ctxFor(t)
+	p, err := c.Start(ctx, Spec{Args: []string{"sh", "-c", "sleep 100 & echo $!; wait"}, Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	readUntil(t, p.Stdout(), "\n", &seen)
+	child, err := strconv.Atoi(strings.TrimSpace(seen.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscallKill(child) })
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(ctx); !errors.Is(err, ErrServerGone) {
+		t.Errorf("wait after the server's SIGTERM: %v", err)
+	}
+	s.stop(t)
+	if code := s.cmd.ProcessState.ExitCode(); code != 128+15 {
+		t.Errorf("the server exited %d, want 143", code)
+	}
+	for deadline := time.Now().Add(5 * time.Second); alive(p.PID()) || alive(child); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server's processes %d and %d outlived it", p.PID(), child)
 		}
 	}
 }
