@@ -30,6 +30,10 @@
  * process it holds (running, or ended and not yet released), which the
  * keeper finds in the stream by the nonce.
  *
+ * When its stdin ends, or SIGTERM, SIGINT or SIGHUP comes, it kills the
+ * process groups it started and exits (128+N for a signal N): without
+ * a keeper nothing could read them or stop them.
+ *
  * It runs as the sandbox's user without capabilities, under the sandbox's
  * seccomp filter: it needs ppoll, read, write, pipe2, open and stat (the
  * PTY, the program), ioctl, vfork, setsid, setpgid, dup2, chdir, execve,
