@@ -28,7 +28,7 @@ func imageCommand() *cli.Command {
 		Name:         "image",
 		Usage:        "build, import, pull, list and remove images",
 		OnUsageError: usageError,
-		Subcommands:  []*cli.Command{imageBuildCommand(), imageImportCommand(), imagePullCommand(), imageLsCommand(), imageRmCommand()},
+		Subcommands:  []*cli.Command{imageBuildCommand(), imageImportCommand(), imagePullCommand(), imageLsCommand(), imageRmCommand(), imagePruneCommand()},
 	}
 }
 
@@ -42,17 +42,25 @@ func debianFlags() []cli.Flag {
 func imageBuildCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "build",
-		Usage:     "build a minimal Debian image with debootstrap",
-		ArgsUsage: "NAME",
+		Usage:     "build a minimal Debian image with debootstrap, or an image from a Dockerfile (-f)",
+		ArgsUsage: "NAME [CONTEXT]",
 		Description: `Stored as boxer/NAME when NAME has no slash. A build with the same inputs
 (packages, suite, mirror) as an earlier one returns at once.
 
-  boxer image build mypy --packages python3,python3-requests`,
+  boxer image build mypy --packages python3,python3-requests
+
+With -f, each RUN of the Dockerfile runs in a sandbox of its own and each
+step's layer is cached (see 'boxer image prune'):
+
+  boxer image build myenv -f Dockerfile --allow-host pypi.org --allow-host files.pythonhosted.org .`,
 		OnUsageError: usageError,
-		Flags: append([]cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "packages", Usage: "comma-separated Debian packages, e.g. python3,tzdata"},
-		}, debianFlags()...),
+		}, debianFlags()...), dockerfileFlags()...),
 		Action: func(c *cli.Context) error {
+			if c.String("file") != "" {
+				return buildDockerfile(c)
+			}
 			packages, suite, mirror := c.String("packages"), c.String("suite"), c.String("mirror")
 			args := c.Args().Slice()
 			if len(args) != 1 {

@@ -90,8 +90,10 @@ func (sb *Sandbox) LookUpView(ctx context.Context, rootfs snapshots.Rootfs) {
 // owners inside (root's are uid 0, not the overflow id) with no copy. The
 // view's layers are shared and unchanged; the mount goes with the run
 // directory (reaper.RemoveRunDir), on every teardown, the reaper's too.
+// A root the layer above mounted there itself (a build step's writable
+// one) is kept.
 func (sb *Sandbox) mountRoot(ctx context.Context, rootfs snapshots.Rootfs) error {
-	if sb.Dirs.Userns == nil {
+	if sb.Dirs.Userns == nil || sb.Dirs.Root != "" {
 		return nil
 	}
 	dir := reaper.RootDir(sb.RunDir)

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/boxer-dev/boxer/fault"
+	"github.com/boxer-dev/boxer/imagebuild"
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/urfave/cli/v2"
+)
+
+// buildFromDockerfile runs the build on r's host.
+func buildFromDockerfile(c *cli.Context, r *runner.Runner, o imagebuild.Options) (imagebuild.Result, error) {
+	res, err := imagebuild.Build(c.Context, r.Host, o)
+	if fault.Is(err) {
+		return res, hostFault(err)
+	}
+	return res, err
+}

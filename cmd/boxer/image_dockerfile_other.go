@@ -1,0 +1,16 @@
+//go:build !linux
+
+package main
+
+import (
+	"errors"
+
+	"github.com/boxer-dev/boxer/imagebuild"
+	"github.com/boxer-dev/boxer/runner"
+	"github.com/urfave/cli/v2"
+)
+
+// buildFromDockerfile fails: build steps are sandboxes on Linux.
+func buildFromDockerfile(*cli.Context, *runner.Runner, imagebuild.Options) (imagebuild.Result, error) {
+	return imagebuild.Result{}, errors.New("building from a Dockerfile needs Linux")
+}
