@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/imagebuild"
+	"github.com/containerd/containerd/v2/core/content"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // buildDir writes a Dockerfile and the context files into a new
@@ -141,4 +144,100 @@ func removeImage(t *testing.T, ref string) error {
 		t.Errorf("image rm %s: %s", ref, r.stderr)
 	}
 	return nil
+}
+
+// imageConfig reads the config of a stored image.
+func imageConfig(t *testing.T, ref string) ocispec.ImageConfig {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	img, err := client.GetImage(ctx, ref)
+	must(t, err)
+	desc, err := img.Config(ctx)
+	must(t, err)
+	data, err := content.ReadBlob(ctx, client.ContentStore(), desc)
+	must(t, err)
+	var cfg ocispec.Image
+	must(t, json.Unmarshal(data, &cfg))
+	return cfg.Config
+}
+
+// TestDockerfileRefused: an unsupported instruction, a COPY source that
+// leaves the context through .. or a symlink: exit 125, one line naming
+// the line, nothing built or left.
+func TestDockerfileRefused(t *testing.T) {
+	tok := token(t)
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("host secret\n"), 0o644))
+	for _, tc := range []struct {
+		df, want string
+		link     bool
+	}{
+		{"FROM boxer/python\nRUN true\nEXPOSE 80\n", "Dockerfile:3: EXPOSE is not supported", false},
+		{"FROM boxer/python\nRUN --mount=type=cache,target=/c true\n", "Dockerfile:2: RUN is not supported", false},
+		{"FROM boxer/python\nCOPY ../secret /x\n", "leaves the build context", false},
+		{"FROM boxer/python\nCOPY link/secret /x\n", "leaves the build context", true},
+		{"FROM boxer/python\nCOPY link /x\n", "leaves the build context", true},
+	} {
+		dir := buildDir(t, tc.df, map[string]string{"ok.txt": tok})
+		if tc.link {
+			must(t, os.Symlink(outside, filepath.Join(dir, "link")))
+		}
+		r := dfBuild(t, nil, "dfbad"+tok, dir)
+		if r.code != 125 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%q: exit %d, want 125 and %q:\n%s", tc.df, r.code, tc.want, r.stderr)
+		}
+		if strings.Contains(r.stderr, "host secret") {
+			t.Errorf("%q: the host's file was read:\n%s", tc.df, r.stderr)
+		}
+	}
+	if ls := boxer(t, nil, "image", "ls"); strings.Contains(ls.stdout, "dfbad"+tok) {
+		t.Errorf("a refused build left an image:\n%s", ls.stdout)
+	}
+	assertNoBuildLeft(t)
+}
+
+// TestDockerfileHostileSteps: a step that leaves a setuid binary (the
+// bit is cleared in the image), tries to mount, fork-bombs (the pids
+// limit bites) and fills the disk (the step's --disk limit kills it);
+// each failed build names its step and leaves nothing behind.
+func TestDockerfileHostileSteps(t *testing.T) {
+	tok := token(t)
+	dir := buildDir(t, `FROM boxer/python
+RUN cp /bin/ls /usr/local/bin/suid-`+tok+` && chmod 6755 /usr/local/bin/suid-`+tok+` && stat -c %a /usr/local/bin/suid-`+tok+` > /suid-inside
+RUN grep CapEff /proc/self/status > /caps; mount -t tmpfs none /mnt 2>/mount-error && echo mounted > /mount-error || true
+`, nil)
+	r := dfBuild(t, nil, "dfsuid"+tok, dir)
+	if r.code != 0 {
+		t.Fatalf("build: exit %d:\n%s", r.code, r.stderr)
+	}
+	run := boxer(t, nil, "run", "--image", "boxer/dfsuid"+tok, "--", "sh", "-c", "cat /suid-inside; stat -c %a /usr/local/bin/suid-"+tok+"; cat /caps /mount-error")
+	lines := strings.Split(run.stdout, "\n")
+	if len(lines) < 4 || lines[0] != "6755" || lines[1] != "755" || !strings.HasPrefix(lines[2], "CapEff:\t00000000000000fb") || strings.Contains(run.stdout, "mounted") {
+		t.Errorf("setuid step: %q %q, want 6755 inside the step, 755 in the image, CapEff fb and no mount", run.stdout, run.stderr)
+	}
+	must(t, removeImage(t, "boxer/dfsuid"+tok))
+
+	for _, tc := range []struct {
+		name, step string
+		flags      []string
+		want       []string
+	}{
+		{"forkbomb", `RUN python3 -c 'exec("import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n            time.sleep(60); os._exit(0)\n        n += 1\nexcept OSError as e:\n    print(\"fork failed after\", n, e); raise SystemExit(3)")'`, []string{"--pids", "32"},
+			[]string{"Dockerfile:2: RUN", "exit status 3", "fork failed after", "Resource temporarily unavailable"}},
+		{"disk", `RUN dd if=/dev/zero of=/fill bs=1M count=2000 && sleep 5`, []string{"--disk", "64m"},
+			[]string{"Dockerfile:2: RUN", "disk limit of 64 MiB"}},
+	} {
+		dir := buildDir(t, "FROM boxer/python\n"+tc.step+"\n", nil)
+		r := dfBuild(t, nil, "df"+tc.name+tok, dir, tc.flags...)
+		if r.code != 125 {
+			t.Errorf("%s: exit %d, want 125:\n%s", tc.name, r.code, r.stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: no %q in:\n%s", tc.name, w, r.stderr)
+			}
+		}
+	}
+	assertNoBuildLeft(t)
 }
