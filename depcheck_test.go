@@ -33,6 +33,7 @@ func TestPackageDirection(t *testing.T) {
 		"server":          {"cmd", "e2b"},
 		"e2b":             {"cmd", "server"},
 		"fleet":           {"cmd", "server", "e2b", "runner"},
+		"imagebuild":      {"cmd", "server", "e2b", "fleet", "audit"},
 		"audit":           {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
 		// procwire speaks to boxer-procd (init/boxer-procd.c): the lowest
 		// layer, it imports nothing of boxer's.
@@ -87,7 +88,7 @@ func TestNonLinuxBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles containerd's client for darwin: slow on a cold build cache")
 	}
-	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./runner/...", "./server/", "./e2b/", "./fleet/", "./audit/", "./procwire/"}
+	pkgs := []string{"./oci/", "./seccomp/", "./cgroups/", "./snapshots/", "./daemon/", "./reaper/", "./egress/", "./secrets/", "./userns/", "./imagebuild/", "./runner/...", "./server/", "./e2b/", "./fleet/", "./audit/", "./procwire/"}
 	cmd := exec.Command("go", append([]string{"vet"}, pkgs...)...)
 	cmd.Env = append(cmd.Environ(), "GOOS=darwin", "GOARCH=arm64")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -15,3 +15,8 @@ var errNotLinux = errors.New("building images needs Linux")
 func Prune(ctx context.Context, client *containerd.Client) ([]string, error) {
 	return nil, errNotLinux
 }
+
+// CacheEntries returns an error: boxer keeps images only on Linux.
+func CacheEntries(ctx context.Context, client *containerd.Client) ([]Entry, error) {
+	return nil, errNotLinux
+}

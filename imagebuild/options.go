@@ -115,3 +115,10 @@ func parseChown(s string) (uid, gid uint32, err error) {
 	}
 	return uint32(uu), uint32(gg), nil
 }
+
+// Entry is one build cache entry: the layer of one step.
+type Entry struct {
+	Name    string
+	Step    string
+	Created time.Time
+}

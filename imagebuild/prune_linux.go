@@ -35,3 +35,19 @@ func Prune(ctx context.Context, client *containerd.Client) ([]string, error) {
 	}
 	return gone, nil
 }
+
+// CacheEntries lists the build cache: each entry's name, the step it is
+// the layer of, and when it was made.
+func CacheEntries(ctx context.Context, client *containerd.Client) ([]Entry, error) {
+	all, err := client.ImageService().List(ctx, "labels."+`"`+LabelStepKey+`"`)
+	if err != nil {
+		return nil, fmt.Errorf("listing the build cache: %w", err)
+	}
+	var out []Entry
+	for _, img := range all {
+		if strings.HasPrefix(img.Name, CachePrefix) {
+			out = append(out, Entry{Name: img.Name, Step: img.Labels[LabelStep], Created: img.CreatedAt})
+		}
+	}
+	return out, nil
+}

@@ -135,6 +135,19 @@ CMD ["python3", "/app/main.py"]
 	if !strings.Contains(ls.stdout, imagebuild.CachePrefix) {
 		t.Errorf("image ls shows no cache entries:\n%s", ls.stdout)
 	}
+	if ls := boxer(t, nil, "image", "ls", "--steps"); !strings.Contains(ls.stdout, "id -u > builder.txt; true") {
+		t.Errorf("image ls --steps shows no step:\n%s", ls.stdout)
+	}
+	// Pruned, the cache is gone and the image it built still runs.
+	if p := boxer(t, nil, "image", "prune"); p.code != 0 || !strings.Contains(p.stdout, imagebuild.CachePrefix) {
+		t.Errorf("prune: exit %d %q %q", p.code, p.stdout, p.stderr)
+	}
+	if ls := boxer(t, nil, "image", "ls"); strings.Contains(ls.stdout, imagebuild.CachePrefix) {
+		t.Errorf("cache entries left after prune:\n%s", ls.stdout)
+	}
+	if run := boxer(t, nil, "run", "--image", "boxer/"+name, "--", "cat", "/app/who.txt"); run.stdout != "boxer\n" {
+		t.Errorf("run after prune: %q %q", run.stdout, run.stderr)
+	}
 	must(t, removeImage(t, "boxer/"+name))
 	assertNoBuildLeft(t)
 }

@@ -137,12 +137,18 @@ func imageLsCommand() *cli.Command {
 		Name:         "ls",
 		Usage:        "list images: name, digest, size, creation time",
 		OnUsageError: usageError,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "steps", Usage: "list the Dockerfile build cache instead: each entry and its step"},
+		},
 		Action: func(c *cli.Context) error {
 			r, err := connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
+			if c.Bool("steps") {
+				return listSteps(c, r.Client())
+			}
 			imgs, err := snapshots.List(c.Context, r.Client())
 			if err != nil {
 				return fail("%v", err)

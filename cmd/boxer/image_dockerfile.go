@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/boxer-dev/boxer/imagebuild"
 	"github.com/boxer-dev/boxer/runner"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/docker/go-units"
 	"github.com/urfave/cli/v2"
 )
@@ -102,6 +104,20 @@ func buildDockerfile(c *cli.Context) error {
 	fmt.Fprintf(os.Stderr, "boxer: image %s ready (%s) in %.1fs: %d steps, %d cached, %d sandboxes run\n",
 		res.Name, res.Digest, time.Since(start).Seconds(), res.Steps, res.Cached, res.Ran)
 	return nil
+}
+
+// listSteps is 'image ls --steps'.
+func listSteps(c *cli.Context, client *containerd.Client) error {
+	entries, err := imagebuild.CacheEntries(c.Context, client)
+	if err != nil {
+		return fail("%v", err)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tCREATED\tSTEP")
+	for _, e := range entries {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", e.Name, e.Created.Format(time.RFC3339), e.Step)
+	}
+	return w.Flush()
 }
 
 func imagePruneCommand() *cli.Command {
