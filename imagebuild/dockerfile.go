@@ -46,6 +46,7 @@ type Unsupported struct {
 	Why         string
 }
 
+// Error is the one line the CLI prints: FILE:LINE: INSTRUCTION is not supported (why).
 func (e *Unsupported) Error() string {
 	return fmt.Sprintf("%s:%d: %s is not supported (%s)", e.File, e.Line, e.Instruction, e.Why)
 }

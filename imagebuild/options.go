@@ -75,6 +75,7 @@ type StepError struct {
 	Tail   string
 }
 
+// Error names the step and how it ended: FILE:LINE: TEXT: STATUS.
 func (e *StepError) Error() string {
 	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Text, e.Status)
 }

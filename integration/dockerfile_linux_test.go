@@ -1,14 +1,19 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -251,6 +256,48 @@ RUN grep CapEff /proc/self/status > /caps; mount -t tmpfs none /mnt 2>/mount-err
 				t.Errorf("%s: no %q in:\n%s", tc.name, w, r.stderr)
 			}
 		}
+	}
+	assertNoBuildLeft(t)
+}
+
+// TestDockerfileInterrupted: SIGINT during a RUN step ends the build
+// (exit 125) and leaves nothing of it behind.
+func TestDockerfileInterrupted(t *testing.T) {
+	tok := token(t)
+	dir := buildDir(t, "FROM boxer/python\nRUN echo "+tok+" started; sleep 120\n", nil)
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "image", "build", "dfint"+tok, "-f", filepath.Join(dir, "Dockerfile"), dir)
+	cmd.Env = testEnv
+	stderr, err := cmd.StderrPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "[2/2] RUN") {
+			break
+		}
+	}
+	// The step's sandbox is running once its container is there.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctrs, err := client.Containers(context.Background())
+		must(t, err)
+		if len(ctrs) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	must(t, cmd.Process.Signal(syscall.SIGINT))
+	rest, _ := io.ReadAll(stderr)
+	out.Write(rest)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 125 {
+		t.Errorf("interrupted build: %v, want exit 125:\n%s", err, out.String())
+	}
+	if ls := boxer(t, nil, "image", "ls"); strings.Contains(ls.stdout, "dfint"+tok) {
+		t.Errorf("an interrupted build left its image:\n%s", ls.stdout)
 	}
 	assertNoBuildLeft(t)
 }
