@@ -186,6 +186,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 
 // create makes the session of a new sandbox.
 func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*sandbox, error) {
+	s.pruneGone(ctx)
 	for _, f := range []struct {
 		name string
 		set  bool

@@ -130,6 +130,8 @@ type Server struct {
 	started time.Time
 	// records keeps the sandboxes for the next server; nil: none.
 	records *records
+	// pruned is when pruneGone last looked.
+	pruned time.Time
 }
 
 // sandbox is E2B's view of one session.

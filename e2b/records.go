@@ -376,3 +376,42 @@ func (s *Server) restore(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// pruneEvery is how often at most pruneGone looks for sandboxes whose
+// session ended by itself (a timeout, its idle time): their records are
+// not kept past that.
+const pruneEvery = 30 * time.Second
+
+// pruneGone forgets the sandboxes whose sessions have ended, at most once
+// every pruneEvery: a session that times out ends without this server,
+// and its record would otherwise wait for the next lookup or restart.
+func (s *Server) pruneGone(ctx context.Context) {
+	if s.records == nil {
+		return
+	}
+	s.mu.Lock()
+	if time.Since(s.pruned) < pruneEvery {
+		s.mu.Unlock()
+		return
+	}
+	s.pruned = time.Now()
+	// Only those known before the list: one made meanwhile is not gone.
+	known := make([]string, 0, len(s.boxes))
+	for id := range s.boxes {
+		known = append(known, id)
+	}
+	s.mu.Unlock()
+	sessions, err := s.runner.Sessions(ctx, "")
+	if err != nil {
+		return
+	}
+	live := make(map[string]bool, len(sessions))
+	for _, sess := range sessions {
+		live[sess.ID] = true
+	}
+	for _, id := range known {
+		if !live[id] {
+			s.forget(id)
+		}
+	}
+}

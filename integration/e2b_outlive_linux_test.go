@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,6 +87,10 @@ func TestE2BOutlivesServer(t *testing.T) {
 				if !strings.Contains(got, want) {
 					t.Errorf("missing %q in\n%s\nserver log:\n%s", want, got, e.log)
 				}
+			}
+			// Killed, their records are gone.
+			if recs, _ := filepath.Glob(filepath.Join(stateDir, "e2b", namespace, "*.rec")); len(recs) != 0 {
+				t.Errorf("records left after the sandboxes were killed: %v", recs)
 			}
 			e.stop(t)
 			assertClean(t)
