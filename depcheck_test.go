@@ -30,6 +30,7 @@ func TestPackageDirection(t *testing.T) {
 		// below the rest of runner.
 		"runner/contract": {"cmd", "server", "e2b", "fleet", "audit", "daemon", "userns", "seccomp"},
 		"runner/sandbox":  {"cmd", "server", "e2b", "fleet", "audit"},
+		"runner/warm":     {"cmd", "server", "e2b", "fleet", "audit"},
 		"server":          {"cmd", "e2b"},
 		"e2b":             {"cmd", "server"},
 		"fleet":           {"cmd", "server", "e2b", "runner"},
@@ -57,10 +58,11 @@ func TestPackageDirection(t *testing.T) {
 
 // TestRunnerLayers keeps runner's packages in layers, each importing only
 // the ones below it: contract (data), sandbox (what one sandbox is made
-// of), then runner itself (docs/internals.md, "Packages").
+// of), warm (sandboxes made ahead, shared shims), then runner itself
+// (docs/internals.md, "Packages of runner").
 func TestRunnerLayers(t *testing.T) {
 	const mod = "github.com/boxer-dev/boxer/"
-	layers := []string{"runner/contract", "runner/sandbox", "runner"}
+	layers := []string{"runner/contract", "runner/sandbox", "runner/warm", "runner"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -20,7 +19,7 @@ import (
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
-	"github.com/boxer-dev/boxer/snapshots"
+	"github.com/boxer-dev/boxer/runner/warm"
 )
 
 // Runner runs sandboxes on one containerd.
@@ -33,18 +32,14 @@ type Runner struct {
 	// checkpointsDir holds sessions' checkpoints, on disk
 	// (session_snapshot_linux.go).
 	checkpointsDir string
-	// useStandby: runs claim standbys (Options.Standby).
-	useStandby bool
 	// handOff: runs leave their sandboxes in handedOff (Options.HandOff).
 	handOff   bool
 	handedMu  sync.Mutex
 	handedOff []string
 	reaper    *reaper.Reaper
-	pool      *pool
-	ready     *readyPool
-	// shims are the shared shims of runc sandboxes; nil: a shim each.
-	shims      *shimSet
-	shimWarned atomic.Bool
+	// warm keeps the pool, the standbys and the shared shims.
+	warm  *warm.Warm
+	ready *readyPool
 	// keeper starts a session's keeper (Options.Keeper).
 	keeper []string
 	// sessionID makes new sessions' IDs (Options.SessionID).
@@ -99,7 +94,6 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 			Inject:     o.Inject,
 		},
 		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
-		useStandby:     o.Standby,
 		handOff:        o.HandOff,
 		keeper:         o.Keeper,
 		sessionID:      o.SessionID,
@@ -129,13 +123,15 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 			return nil, err
 		}
 	}
+	shared := 0
 	if o.SharedShims > 0 {
 		if v2 {
-			r.shims = newShimSet(o.SharedShims, contract.Or(o.ShimRuns, DefaultShimRuns), newAnchorID)
+			shared = o.SharedShims
 		} else {
 			log.G(ctx).Debug("sandboxes run with shims of their own: sharing one needs containerd 2.x")
 		}
 	}
+	r.warm = warm.New(r.Host, &r.cleanups, o.Standby, shared, contract.Or(o.ShimRuns, DefaultShimRuns))
 	if o.Reap {
 		r.reaper = reaper.Start(ctx, reaper.Config{
 			Client: client, Namespace: r.Namespace, Address: address,
@@ -183,10 +179,7 @@ func (r *Runner) Close() error {
 	owner, ids := r.TakeHandedOff()
 	r.RemoveSandboxes(context.Background(), owner, ids)
 	r.closeReady()
-	r.closePool()
-	r.cleanups.Wait()
-	r.closeShims()
-	r.cleanups.Wait()
+	r.warm.Close()
 	r.reaper.Wait()
 	r.CloseContainerLease()
 	return r.Containerd.Close()
@@ -211,10 +204,11 @@ func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Re
 	if err := r.CheckSecretsAvailable(req); err != nil {
 		return res, err
 	}
-	defer r.busy()()
+	defer r.warm.Busy()()
 	sb, err := r.sandboxFor(ctx, res.ID, req)
+	handOff := false
 	if sb != nil {
-		defer func() { retErr = errors.Join(retErr, r.release(ctx, sb)) }()
+		defer func() { retErr = errors.Join(retErr, r.release(ctx, sb, handOff)) }()
 	}
 	if err == nil {
 		err = sb.Deliver(req.Delivery())
@@ -229,64 +223,39 @@ func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Re
 	if err != nil {
 		return res, err
 	}
-	res, err = sb.result(res, e, req.Delivery())
-	sb.handOff = err == nil && r.handOff && !sb.pooled && contract.StandbyEligible(req)
+	res, err = result(sb.Sandbox, res, e, req.Delivery())
+	handOff = err == nil && r.handOff && !sb.Pooled() && contract.StandbyEligible(req)
 	return res, err
 }
 
 // sandboxFor returns a sandbox for req, created and ready to start: a
 // pre-created one of its shape, or a new one. When the error is not nil
 // and the sandbox is, nothing was made.
-func (r *Runner) sandboxFor(ctx context.Context, id string, req contract.Request) (*sandbox, error) {
-	if sb := r.take(ctx, req); sb != nil {
+func (r *Runner) sandboxFor(ctx context.Context, id string, req contract.Request) (*warm.Sandbox, error) {
+	if sb := r.warm.Take(ctx, req); sb != nil {
 		return sb, nil
 	}
-	if sb := r.claimStandby(ctx, req); sb != nil {
+	if sb := r.warm.ClaimStandby(ctx, req); sb != nil {
 		return sb, nil
 	}
-	rootfs, err := r.rootfsFor(ctx, req)
+	rootfs, err := r.Rootfs(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	sb := r.newSandbox(id, req, false)
+	sb := r.warm.NewSandbox(id, req, false)
 	return sb, sb.Make(ctx, rootfs)
 }
 
-// rootfsFor checks the host's cgroups and returns the root of req's image.
-func (r *Runner) rootfsFor(ctx context.Context, req contract.Request) (snapshots.Rootfs, error) {
-	if err := cgroups.Check(r.Cgroups); err != nil {
-		return snapshots.Rootfs{}, err
-	}
-	rootfs, err := snapshots.Resolve(ctx, r.Containerd, req.ImageName())
-	if errors.Is(err, snapshots.ErrImageNotFound) {
-		e := &contract.ImageError{Ref: req.ImageName()}
-		if req.Image == "" {
-			e.Lang = req.Lang
-		}
-		return rootfs, e
-	}
-	return rootfs, err
-}
-
-// release tears a sandbox down: at once, or, for a pre-created one whose
-// result can be answered first, in the background (Close waits for it).
-func (r *Runner) release(ctx context.Context, sb *sandbox) error {
-	if sb.handOff {
+// release leaves a run's sandbox to the next standby's maker when handOff
+// says so (Options.HandOff), or has warm tear it down (Warm.Release).
+func (r *Runner) release(ctx context.Context, sb *warm.Sandbox, handOff bool) error {
+	if handOff {
 		r.handedMu.Lock()
 		r.handedOff = append(r.handedOff, sb.ID)
 		r.handedMu.Unlock()
 		return nil
 	}
-	if !sb.pooled {
-		// An interrupted run says so, and what could not be removed.
-		return sb.destroy(ctx)
-	}
-	r.cleanups.Add(1)
-	go func() {
-		defer r.cleanups.Done()
-		r.pool.teardown(ctx, sb)
-	}()
-	return nil
+	return r.warm.Release(ctx, sb)
 }
 
 // startFailed is the result of a run whose program never started: the
@@ -303,9 +272,9 @@ func startFailed(res contract.Result, err error) (contract.Result, error) {
 	return res, err
 }
 
-// result completes res from how the program ended, its output, and the
+// result completes res from how sb's program ended, its output, and the
 // files it left for --copy-out (also after a timeout or an OOM kill).
-func (sb *sandbox) result(res contract.Result, e box.Exit, d contract.Delivery) (contract.Result, error) {
+func result(sb *box.Sandbox, res contract.Result, e box.Exit, d contract.Delivery) (contract.Result, error) {
 	res.DurationMs = float64(e.Duration.Microseconds()) / 1000
 	res.MemoryPeakBytes = e.Stats.MemoryPeakBytes
 	res.CPUTimeMs = float64(e.Stats.CPUTimeNs/1000) / 1000

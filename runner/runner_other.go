@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"syscall"
 	"time"
 
@@ -41,6 +42,14 @@ func (r *Runner) Run(context.Context, contract.Request) (contract.Result, error)
 // MakeStandby fails off Linux.
 func (r *Runner) MakeStandby(context.Context, contract.Request, time.Duration) (string, time.Time, error) {
 	return "", time.Time{}, ErrNotLinux
+}
+
+// StandbyMakerLock has no lock off Linux: no run leaves a standby.
+func (r *Runner) StandbyMakerLock(context.Context, contract.Request) *os.File { return nil }
+
+// WaitStandby fails off Linux.
+func (r *Runner) WaitStandby(context.Context, string, time.Time) (bool, error) {
+	return false, ErrNotLinux
 }
 
 // ExpireStandby fails off Linux.

@@ -66,7 +66,7 @@ func (r *Runner) prepareForks(ctx context.Context, s *liveSession, n int, held b
 			return nil, "", err
 		}
 	}
-	rootfs, err := r.rootfsFor(ctx, s.rec.Request)
+	rootfs, err := r.Rootfs(ctx, s.rec.Request)
 	if err != nil {
 		return nil, img, err
 	}

@@ -218,7 +218,7 @@ func (r *Runner) CreateSession(ctx context.Context, sr contract.SessionRequest, 
 	if s, ok := r.claimReady(ctx, sr, req, idle, lifetime); ok {
 		return s, nil
 	}
-	rootfs, err := r.rootfsFor(ctx, req)
+	rootfs, err := r.Rootfs(ctx, req)
 	if err != nil {
 		return contract.Session{}, err
 	}

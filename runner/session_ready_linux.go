@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
 )
@@ -84,7 +85,7 @@ func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size in
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &readyPool{ctx: ctx, cancel: cancel, smax: smax, maxAge: contract.Or(maxAge, contract.DefaultReadyMaxAge), shapes: map[contract.Shape]*readyShape{}}
 	for _, entry := range langs {
-		req, err := poolRequest(entry, max)
+		req, err := contract.WarmRequest(entry, max)
 		if err == nil && req.HasEgress() {
 			err = contract.FieldErr(contract.FieldLang, "ready session entry %q must be LANG[:RUNTIME]: a session with a network is made when asked for", entry)
 		}
@@ -92,7 +93,7 @@ func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size in
 			cancel()
 			return err
 		}
-		if _, err := r.rootfsFor(ctx, req); err != nil {
+		if _, err := r.Rootfs(ctx, req); err != nil {
 			cancel()
 			return fmt.Errorf("ready sessions for %s: %w", entry, err)
 		}
@@ -114,7 +115,7 @@ func (r *Runner) StartReadySessions(ctx context.Context, langs []string, size in
 func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 	defer p.wg.Done()
 	ctx := p.ctx
-	var backoff retryBackoff
+	var backoff box.RetryBackoff
 	for ctx.Err() == nil {
 		rs.mu.Lock()
 		var old *sandbox
@@ -140,20 +141,18 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 			}
 			continue
 		}
-		if r.pool != nil {
-			// Requests first: on a small host a session being made slows
-			// the run next to it.
-			r.pool.settle(ctx, func() bool { return false })
-		}
+		// Requests first: on a small host a session being made slows
+		// the run next to it.
+		r.warm.Settle(ctx)
 		sb, err := r.makeReady(ctx, rs.req, p.smax, p.maxAge)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.G(ctx).WithError(err).Warn("making a ready session")
 			}
-			backoff.wait(ctx)
+			backoff.Wait(ctx)
 			continue
 		}
-		backoff.reset()
+		backoff.Reset()
 		rs.mu.Lock()
 		rs.ready = append(rs.ready, readySession{sb: sb, made: time.Now()})
 		rs.mu.Unlock()
@@ -163,7 +162,7 @@ func (r *Runner) fillReady(p *readyPool, rs *readyShape) {
 // makeReady makes a ready session of req's shape and waits until its
 // interpreter has imported its preset's Preload modules.
 func (r *Runner) makeReady(ctx context.Context, req contract.Request, smax contract.SessionMaxima, maxAge time.Duration) (_ *sandbox, retErr error) {
-	rootfs, err := r.rootfsFor(ctx, req)
+	rootfs, err := r.Rootfs(ctx, req)
 	if err != nil {
 		return nil, err
 	}

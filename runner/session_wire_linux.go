@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"golang.org/x/sys/unix"
 )
@@ -58,9 +59,9 @@ var errWireBroken = errors.New("the session's interpreter sent a malformed frame
 func wireCreator(runDir string) cio.Creator {
 	return func(string) (cio.IO, error) {
 		in, out := filepath.Join(runDir, wireIn), filepath.Join(runDir, wireOut)
-		d, err := newDetachedIO(cio.Config{Stdin: in, Stdout: out, Stderr: in}, []string{in, out}, []string{in, out})
+		d, err := box.NewDetachedIO(cio.Config{Stdin: in, Stdout: out, Stderr: in}, []string{in, out}, []string{in, out})
 		if err != nil {
-			return nil, err // not a nil *detachedIO in a non-nil cio.IO
+			return nil, err // not a nil *box.DetachedIO in a non-nil cio.IO
 		}
 		return d, nil
 	}

@@ -1,4 +1,4 @@
-package runner
+package warm
 
 import (
 	"context"
@@ -50,16 +50,16 @@ func newAnchorID() string {
 // serve it too, or nil: a shim of its own (shared shims are off, none
 // could be made, or ctx ended while one was being made). The sandbox's
 // destroy leaves it.
-func (r *Runner) joinShim(ctx context.Context) *anchor {
-	if r.shims == nil {
+func (w *Warm) joinShim(ctx context.Context) *anchor {
+	if w.shims == nil {
 		return nil
 	}
-	a, mk := r.shims.pick()
+	a, mk := w.shims.pick()
 	for _, m := range mk {
-		r.cleanups.Add(1)
+		w.cleanups.Add(1)
 		go func() {
-			defer r.cleanups.Done()
-			r.makeAnchor(context.WithoutCancel(ctx), m)
+			defer w.cleanups.Done()
+			w.makeAnchor(context.WithoutCancel(ctx), m)
 		}()
 	}
 	if a == nil {
@@ -68,11 +68,11 @@ func (r *Runner) joinShim(ctx context.Context) *anchor {
 	select {
 	case <-a.ready:
 	case <-ctx.Done():
-		r.leaveShim(a)
+		w.leaveShim(a)
 		return nil
 	}
 	if a.err != nil {
-		r.leaveShim(a)
+		w.leaveShim(a)
 		return nil
 	}
 	return a
@@ -80,44 +80,44 @@ func (r *Runner) joinShim(ctx context.Context) *anchor {
 
 // leaveShim is a member's goodbye to its anchor, which goes when it was
 // the last of a retired one.
-func (r *Runner) leaveShim(a *anchor) {
-	if !r.shims.leave(a) {
+func (w *Warm) leaveShim(a *anchor) {
+	if !w.shims.leave(a) {
 		return
 	}
-	r.cleanups.Add(1)
+	w.cleanups.Add(1)
 	go func() {
-		defer r.cleanups.Done()
-		r.removeAnchor(a)
+		defer w.cleanups.Done()
+		w.removeAnchor(a)
 	}()
 }
 
 // makeAnchor makes a and watches it. Failing, sandboxes run with shims of
 // their own for a while: for good when containerd has no sandbox store.
-func (r *Runner) makeAnchor(ctx context.Context, a *anchor) {
-	err := r.startAnchor(ctx, a)
+func (w *Warm) makeAnchor(ctx context.Context, a *anchor) {
+	err := w.startAnchor(ctx, a)
 	off := errdefs.IsNotImplemented(err)
 	if err != nil {
 		l := log.G(ctx).WithError(err)
-		if r.shimWarned.CompareAndSwap(false, true) && !off {
+		if w.shimWarned.CompareAndSwap(false, true) && !off {
 			l.Warn("sandboxes run with shims of their own: a shared shim could not be made")
 		} else {
 			l.Debug("making a shared shim")
 		}
 	}
-	if r.shims.made(a, err, off) {
-		r.removeAnchor(a)
+	if w.shims.made(a, err, off) {
+		w.removeAnchor(a)
 	}
 	if err == nil {
-		go r.watchAnchor(a)
+		go w.watchAnchor(a)
 		// containerd answers again: what it could not remove before goes.
-		r.removeLostAnchors(ctx)
+		w.removeLostAnchors(ctx)
 	}
 }
 
 // startAnchor makes a's sandbox record, then its sandbox, and starts it:
 // the one shim start its members share.
-func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
-	rootfs, err := r.anchorRootfs(ctx)
+func (w *Warm) startAnchor(ctx context.Context, a *anchor) error {
+	rootfs, err := w.anchorRootfs(ctx)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 	if err != nil {
 		return err
 	}
-	sb := r.newSandbox(a.id, req, false)
+	sb := w.NewSandbox(a.id, req, false)
 	sb.anchor, sb.anchorOf = true, a
 	a.sb = sb
 	// Only the record's existence matters to containerd: it never calls
@@ -133,10 +133,10 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 	// Labelled like a sandbox, for the reaper.
 	rec := sandboxes.Sandbox{
 		ID:      a.id,
-		Labels:  map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: r.Owner, reaper.LabelAnchor: "true"},
-		Runtime: sandboxes.RuntimeOpts{Name: r.Shim},
+		Labels:  map[string]string{reaper.LabelSandbox: "true", reaper.LabelOwner: w.Owner, reaper.LabelAnchor: "true"},
+		Runtime: sandboxes.RuntimeOpts{Name: w.Shim},
 	}
-	if _, err := r.Containerd.SandboxStore().Create(ctx, rec); err != nil {
+	if _, err := w.Containerd.SandboxStore().Create(ctx, rec); err != nil {
 		return fmt.Errorf("recording shared shim %s: %w", a.id, err)
 	}
 	if err := sb.Make(ctx, rootfs); err != nil {
@@ -153,9 +153,9 @@ func (r *Runner) startAnchor(ctx context.Context, a *anchor) error {
 
 // anchorRootfs is the root of an anchor: the first preset's image there is
 // (any of them has sleep).
-func (r *Runner) anchorRootfs(ctx context.Context) (snapshots.Rootfs, error) {
+func (w *Warm) anchorRootfs(ctx context.Context) (snapshots.Rootfs, error) {
 	for _, p := range contract.Presets() {
-		rootfs, err := snapshots.Resolve(ctx, r.Containerd, p.Image)
+		rootfs, err := snapshots.Resolve(ctx, w.Containerd, p.Image)
 		if err == nil {
 			return rootfs, nil
 		}
@@ -169,10 +169,10 @@ func (r *Runner) anchorRootfs(ctx context.Context) (snapshots.Rootfs, error) {
 // watchAnchor waits for a's task to end. Removed on purpose, nothing more
 // happens; ended on its own, its shim died (the anchor only waits): its
 // members' runs end with an error, and a new anchor takes its slot.
-func (r *Runner) watchAnchor(a *anchor) {
+func (w *Warm) watchAnchor(a *anchor) {
 	st := <-a.sb.StatusC
 	close(a.exited)
-	if news, remove := r.shims.died(a); news {
+	if news, remove := w.shims.died(a); news {
 		l := log.L.WithError(st.Error())
 		if fault.ContainerdGone(st.Error()) {
 			l.Debugf("shared shim %s: containerd stopped answering; a new one is made once it is back", a.id)
@@ -180,16 +180,16 @@ func (r *Runner) watchAnchor(a *anchor) {
 			l.Warnf("shared shim %s died: the runs it served end with an error", a.id)
 		}
 		if remove {
-			r.cleanups.Add(1)
-			defer r.cleanups.Done()
-			r.removeAnchor(a)
+			w.cleanups.Add(1)
+			defer w.cleanups.Done()
+			w.removeAnchor(a)
 		}
 	}
 }
 
 // shimDied says whether sb's shared shim died: its anchor has ended, or
 // its task cannot be reached. The anchor is then retired.
-func (r *Runner) shimDied(ctx context.Context, sb *sandbox) bool {
+func (w *Warm) shimDied(ctx context.Context, sb *Sandbox) bool {
 	a := sb.member
 	if a == nil {
 		return false
@@ -203,11 +203,11 @@ func (r *Runner) shimDied(ctx context.Context, sb *sandbox) bool {
 	if err == nil && st.Status == containerd.Running {
 		return false
 	}
-	if _, remove := r.shims.died(a); remove {
-		r.cleanups.Add(1)
+	if _, remove := w.shims.died(a); remove {
+		w.cleanups.Add(1)
 		go func() {
-			defer r.cleanups.Done()
-			r.removeAnchor(a)
+			defer w.cleanups.Done()
+			w.removeAnchor(a)
 		}()
 	}
 	return true
@@ -215,7 +215,7 @@ func (r *Runner) shimDied(ctx context.Context, sb *sandbox) bool {
 
 // memberLost waits up to shimDeathWait to learn whether sb's shared shim
 // died, which is then why its task cannot be waited on.
-func (sb *sandbox) memberLost() bool {
+func (sb *Sandbox) memberLost() bool {
 	if sb.member == nil {
 		return false
 	}
@@ -229,44 +229,44 @@ func (sb *sandbox) memberLost() bool {
 
 // removeAnchor removes a's sandbox (task, container, record); its members
 // are gone. A removal that fails (containerd is down) is tried again once
-// a new anchor is made, and when the Runner closes.
-func (r *Runner) removeAnchor(a *anchor) {
+// a new anchor is made, and when Warm closes.
+func (w *Warm) removeAnchor(a *anchor) {
 	if a.sb == nil {
 		return
 	}
-	if err := a.sb.destroy(context.Background()); err != nil {
+	if err := a.sb.Destroy(context.Background()); err != nil {
 		log.L.WithError(err).Debugf("removing shared shim %s; tried again later", a.id)
-		r.shims.lose(a.id)
+		w.shims.lose(a.id)
 	}
 }
 
 // removeLostAnchors removes the anchors whose removal failed, as leftovers
 // of this process: their sandbox was marked destroyed by the first try.
 // Each removal is bounded: containerd may be gone again.
-func (r *Runner) removeLostAnchors(ctx context.Context) {
-	for _, id := range r.shims.takeLost() {
+func (w *Warm) removeLostAnchors(ctx context.Context) {
+	for _, id := range w.shims.takeLost() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reaper.CleanupTimeout)
-		err := r.removeAnchorByID(cctx, id)
+		err := w.removeAnchorByID(cctx, id)
 		cancel()
 		if err != nil {
 			log.G(ctx).WithError(err).Debugf("removing shared shim %s; tried again later", id)
-			r.shims.lose(id)
+			w.shims.lose(id)
 		}
 	}
 }
 
 // removeAnchorByID removes an anchor's container (with its task and
 // cgroup) and its sandbox record, whichever are left.
-func (r *Runner) removeAnchorByID(ctx context.Context, id string) error {
+func (w *Warm) removeAnchorByID(ctx context.Context, id string) error {
 	var errs []error
-	c, err := r.Containerd.LoadContainer(ctx, id)
+	c, err := w.Containerd.LoadContainer(ctx, id)
 	switch {
 	case err == nil:
-		errs = append(errs, r.destroyLeftover(ctx, c))
+		errs = append(errs, w.destroyLeftover(ctx, c))
 	case !errdefs.IsNotFound(err):
 		errs = append(errs, err)
 	}
-	if err := r.Containerd.SandboxStore().Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
+	if err := w.Containerd.SandboxStore().Delete(ctx, id); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsNotImplemented(err) {
 		errs = append(errs, fmt.Errorf("removing sandbox record %s: %w", id, err))
 	}
 	return errors.Join(errs...)
@@ -274,20 +274,20 @@ func (r *Runner) removeAnchorByID(ctx context.Context, id string) error {
 
 // closeShims removes the anchors, once their members are gone, and those
 // whose removal failed before: Close calls it after the runs and the pool.
-func (r *Runner) closeShims() {
-	if r.shims == nil {
+func (w *Warm) closeShims() {
+	if w.shims == nil {
 		return
 	}
-	for _, a := range r.shims.close() {
-		r.removeAnchor(a)
+	for _, a := range w.shims.close() {
+		w.removeAnchor(a)
 	}
-	r.removeLostAnchors(context.Background())
+	w.removeLostAnchors(context.Background())
 }
 
 // SharedShimRuns counts the sandboxes that shared a shim with others.
-func (r *Runner) SharedShimRuns() int64 {
-	if r.shims == nil {
+func (w *Warm) SharedShimRuns() int64 {
+	if w.shims == nil {
 		return 0
 	}
-	return r.shims.sharedRuns()
+	return w.shims.sharedRuns()
 }

@@ -1,9 +1,8 @@
-package runner
+package warm
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +19,7 @@ import (
 // takes one, delivers its code and files and lets the program go; each
 // serves one request only and is torn down after it.
 type pool struct {
-	ready  map[contract.Shape]chan *sandbox
+	ready  map[contract.Shape]chan *Sandbox
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -62,13 +61,13 @@ func (p *pool) leave() {
 	p.mu.Unlock()
 }
 
-// busy marks a run under way until the function it returns is called.
-func (r *Runner) busy() func() {
-	if r.pool == nil {
+// Busy marks a run under way until the function it returns is called.
+func (w *Warm) Busy() func() {
+	if w.pool == nil {
 		return func() {}
 	}
-	r.pool.enter()
-	return r.pool.leave
+	w.pool.enter()
+	return w.pool.leave
 }
 
 // settle waits until no run is under way and none has started for
@@ -104,14 +103,14 @@ func (p *pool) settle(ctx context.Context, urgent func() bool) {
 // allowlist is delivered) until Close, shaped for a request of that
 // language whose limits are the defaults within max (the limits a server
 // gives a request that sets none). Requests of another shape run cold.
-func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max contract.Maxima) error {
+func (w *Warm) StartPool(ctx context.Context, langs []string, size int, max contract.Maxima) error {
 	if size < 1 || len(langs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &pool{ready: map[contract.Shape]chan *sandbox{}, ctx: ctx, cancel: cancel}
+	p := &pool{ready: map[contract.Shape]chan *Sandbox{}, ctx: ctx, cancel: cancel}
 	for _, entry := range langs {
-		req, err := poolRequest(entry, max)
+		req, err := contract.WarmRequest(entry, max)
 		if err != nil {
 			cancel()
 			return err
@@ -119,7 +118,7 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max co
 		if _, dup := p.ready[req.Shape()]; dup {
 			continue
 		}
-		rootfs, err := snapshots.Resolve(ctx, r.Containerd, req.ImageName())
+		rootfs, err := snapshots.Resolve(ctx, w.Containerd, req.ImageName())
 		if err != nil {
 			cancel()
 			return fmt.Errorf("pre-created sandboxes for %s: %w", entry, err)
@@ -127,76 +126,76 @@ func (r *Runner) StartPool(ctx context.Context, langs []string, size int, max co
 		// Two fillers use both cores of a small host when requests wait;
 		// each blocks on a full channel holding one more in hand.
 		fillers := min(size, 2)
-		ch := make(chan *sandbox, size-fillers)
+		ch := make(chan *Sandbox, size-fillers)
 		p.ready[req.Shape()] = ch
 		for range fillers {
 			p.wg.Add(1)
-			go r.fill(ctx, p, ch, req, rootfs)
+			go w.fill(ctx, p, ch, req, rootfs)
 		}
 	}
-	r.pool = p
+	w.pool = p
 	return nil
 }
 
 // fill makes sandboxes shaped for req, one after the other, as long as
 // there is room in ch.
-func (r *Runner) fill(ctx context.Context, p *pool, ch chan *sandbox, req contract.Request, rootfs snapshots.Rootfs) {
+func (w *Warm) fill(ctx context.Context, p *pool, ch chan *Sandbox, req contract.Request, rootfs snapshots.Rootfs) {
 	defer p.wg.Done()
-	var backoff retryBackoff
+	var backoff box.RetryBackoff
 	for ctx.Err() == nil {
 		// Make the next sandbox when no request is running, or at once
 		// when a request waits for one.
 		p.settle(ctx, func() bool { return p.waiting.Load() > 0 })
-		sb := r.newSandbox(box.NewID(), req, true)
+		sb := w.NewSandbox(box.NewID(), req, true)
 		if err := sb.Make(ctx, rootfs); err != nil {
 			log.G(ctx).WithError(err).Warn("pre-creating a sandbox")
-			if err := sb.destroy(ctx); err != nil {
+			if err := sb.Destroy(ctx); err != nil {
 				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 			}
-			backoff.wait(ctx)
+			backoff.Wait(ctx)
 			continue
 		}
-		backoff.reset()
+		backoff.Reset()
 		select {
 		case ch <- sb:
 		case <-ctx.Done():
-			if err := sb.destroy(ctx); err != nil {
+			if err := sb.Destroy(ctx); err != nil {
 				log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 			}
 		}
 	}
 }
 
-// take returns a pre-created sandbox of req's shape, or nil when there is
+// Take returns a pre-created sandbox of req's shape, or nil when there is
 // none of that shape or none comes within warmWait.
-func (r *Runner) take(ctx context.Context, req contract.Request) *sandbox {
-	if r.pool == nil {
+func (w *Warm) Take(ctx context.Context, req contract.Request) *Sandbox {
+	if w.pool == nil {
 		return nil
 	}
-	ch, ok := r.pool.ready[req.Shape()]
+	ch, ok := w.pool.ready[req.Shape()]
 	if !ok {
 		return nil
 	}
-	var sb *sandbox
+	var sb *Sandbox
 	select {
 	case sb = <-ch:
-		if sb.member != nil && r.shims.isDead(sb.member) {
+		if sb.member != nil && w.shims.isDead(sb.member) {
 			// Its shared shim died while it waited, and its program
 			// with it: removed, and the next one taken (or made).
-			r.cleanups.Add(1)
+			w.cleanups.Add(1)
 			go func() {
-				defer r.cleanups.Done()
-				r.pool.teardown(ctx, sb)
+				defer w.cleanups.Done()
+				w.pool.teardown(ctx, sb)
 			}()
-			return r.take(ctx, req)
+			return w.Take(ctx, req)
 		}
 	default:
 		// None ready: a filler is making one, which is done sooner than a
 		// sandbox of our own would be (and does not compete with it).
 		t := time.NewTimer(warmWait)
 		defer t.Stop()
-		r.pool.waiting.Add(1)
-		defer r.pool.waiting.Add(-1)
+		w.pool.waiting.Add(1)
+		defer w.pool.waiting.Add(-1)
 		select {
 		case sb = <-ch:
 		case <-t.C:
@@ -205,26 +204,36 @@ func (r *Runner) take(ctx context.Context, req contract.Request) *sandbox {
 			return nil
 		}
 	}
-	r.pool.taken.Add(1)
+	w.pool.taken.Add(1)
 	sb.pooled = true
 	return sb
 }
 
+// Settle waits, when there is a pool, until no run is under way and none
+// has started for settleTime, or until ctx ends: work in the background
+// of the layers above (a ready session's making) yields to runs as the
+// pool's does.
+func (w *Warm) Settle(ctx context.Context) {
+	if w.pool != nil {
+		w.pool.settle(ctx, func() bool { return false })
+	}
+}
+
 // teardown destroys a used pre-created sandbox when the host is quiet,
 // unless too many wait for that already.
-func (p *pool) teardown(ctx context.Context, sb *sandbox) {
+func (p *pool) teardown(ctx context.Context, sb *Sandbox) {
 	if p.pending.Add(1) <= maxPendingTeardowns {
 		p.settle(p.ctx, func() bool { return false })
 	}
 	defer p.pending.Add(-1)
-	if err := sb.destroy(ctx); err != nil {
+	if err := sb.Destroy(ctx); err != nil {
 		log.G(ctx).WithError(err).Warnf("removing sandbox %s", sb.ID)
 	}
 }
 
 // closePool stops the fillers and removes every pre-created sandbox.
-func (r *Runner) closePool() {
-	p := r.pool
+func (w *Warm) closePool() {
+	p := w.pool
 	if p == nil {
 		return
 	}
@@ -234,7 +243,7 @@ func (r *Runner) closePool() {
 		for {
 			select {
 			case sb := <-ch:
-				if err := sb.destroy(context.Background()); err != nil {
+				if err := sb.Destroy(context.Background()); err != nil {
 					log.L.WithError(err).Warnf("removing sandbox %s", sb.ID)
 				}
 				continue
@@ -246,49 +255,9 @@ func (r *Runner) closePool() {
 }
 
 // WarmRuns counts the runs that took a pre-created sandbox.
-func (r *Runner) WarmRuns() int64 {
-	if r.pool == nil {
+func (w *Warm) WarmRuns() int64 {
+	if w.pool == nil {
 		return 0
 	}
-	return r.pool.taken.Load()
+	return w.pool.taken.Load()
 }
-
-// poolRequest is the request a warm entry's sandboxes are shaped for:
-// LANG[:RUNTIME][:net]. A ":net" sandbox has a link; the operator's
-// allowlist stands in for the request's until its own is delivered.
-func poolRequest(entry string, max contract.Maxima) (contract.Request, error) {
-	parts := strings.Split(entry, ":")
-	req := contract.Request{Lang: parts[0]}
-	for _, p := range parts[1:] {
-		switch {
-		case p == "net":
-			if len(max.AllowHosts) == 0 {
-				return req, contract.FieldErr(contract.FieldAllowHosts, "is empty: warm entry %q needs the operator's --allow-host", entry)
-			}
-			req.AllowHosts = max.AllowHosts
-		case req.Runtime == "":
-			req.Runtime = p
-		default:
-			return req, contract.FieldErr(contract.FieldLang, "warm entry %q must be LANG[:RUNTIME][:net]", entry)
-		}
-	}
-	return req.NormalizeWithin(max)
-}
-
-// retryBackoff spaces the attempts of a background maker that failed:
-// 100 ms after a first failure, doubling up to 10 s, from 100 ms again
-// once one succeeds.
-type retryBackoff struct{ next time.Duration }
-
-// wait sleeps for the next interval, or until ctx ends.
-func (b *retryBackoff) wait(ctx context.Context) {
-	d := max(b.next, 100*time.Millisecond)
-	b.next = min(2*d, 10*time.Second)
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
-}
-
-// reset starts the intervals again from 100 ms.
-func (b *retryBackoff) reset() { b.next = 0 }

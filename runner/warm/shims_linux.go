@@ -1,4 +1,4 @@
-package runner
+package warm
 
 import (
 	"sync"
@@ -26,7 +26,7 @@ type anchor struct {
 	id   string
 	slot int
 	// sb is its sandbox, set by whoever makes it, before ready closes.
-	sb *sandbox
+	sb *Sandbox
 	// ready is closed once the anchor is made, or failed (err); exited
 	// once its task has ended.
 	ready  chan struct{}
@@ -47,7 +47,7 @@ type anchor struct {
 
 // shimSet keeps size anchors in slots, hands them out to sandboxes in
 // turn, and tells when one is to be made or removed. It does not touch
-// containerd: the Runner does what it says (see anchor_linux.go).
+// containerd: Warm does what it says (see anchor_linux.go).
 type shimSet struct {
 	mu    sync.Mutex
 	slots []*anchor

@@ -1,4 +1,4 @@
-package runner
+package warm
 
 import (
 	"context"
@@ -31,20 +31,20 @@ import (
 // hands the file to the maker it starts (which holds it while it makes
 // the standby) and closes its own copy. nil: the run leaves no standby,
 // and its sandbox is removed by Close.
-func (r *Runner) StandbyMakerLock(ctx context.Context, req contract.Request) *os.File {
+func (w *Warm) StandbyMakerLock(ctx context.Context, req contract.Request) *os.File {
 	req, err := req.Normalize()
 	if err != nil || !contract.StandbyEligible(req) {
 		return nil
 	}
 	key := contract.StandbyKey(req)
-	f, err := lockFile(filepath.Join(r.StateDir, "standby", r.Namespace+"-"+key+".lock"))
+	f, err := lockFile(filepath.Join(w.StateDir, "standby", w.Namespace+"-"+key+".lock"))
 	if err != nil {
 		if !errors.Is(err, unix.EWOULDBLOCK) {
 			log.G(ctx).WithError(err).Debug("taking the standby maker lock")
 		}
 		return nil
 	}
-	mine, all, err := r.standbys(ctx, key)
+	mine, all, err := w.standbys(ctx, key)
 	if err != nil || mine >= contract.StandbyPerShape || all >= contract.StandbyTotal {
 		f.Close()
 		return nil
@@ -105,8 +105,8 @@ func wakeMaker(runDir string) {
 // otherwise the caller removes it (ExpireStandby), unless a run took it
 // meanwhile. It needs no connection to containerd: it may be called after
 // Close.
-func (r *Runner) WaitStandby(ctx context.Context, id string, until time.Time) (claimed bool, err error) {
-	dir := filepath.Join(r.RunsDir, id)
+func (w *Warm) WaitStandby(ctx context.Context, id string, until time.Time) (claimed bool, err error) {
+	dir := filepath.Join(w.RunsDir, id)
 	self := reaper.Self()
 	fd, err := unix.Open(filepath.Join(dir, standbyWake), unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil && !errors.Is(err, unix.ENOENT) {

@@ -1,4 +1,4 @@
-package runner
+package warm
 
 import (
 	"context"
@@ -40,7 +40,7 @@ import (
 // unless the caps are reached or another process is making one of that
 // shape: then id is empty. The standby is left on the host: the caller
 // removes it at until with ExpireStandby.
-func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle time.Duration) (id string, until time.Time, err error) {
+func (w *Warm) MakeStandby(ctx context.Context, req contract.Request, idle time.Duration) (id string, until time.Time, err error) {
 	req, err = req.Normalize()
 	if err != nil {
 		return "", until, err
@@ -49,45 +49,45 @@ func (r *Runner) MakeStandby(ctx context.Context, req contract.Request, idle tim
 		return "", until, errors.New("a run with secrets or network egress has no standby")
 	}
 	key := contract.StandbyKey(req)
-	unlock, ok, err := r.lock(ctx, reaper.StandbyLeasePrefix+key)
+	unlock, ok, err := w.lock(ctx, reaper.StandbyLeasePrefix+key)
 	if err != nil || !ok {
 		return "", until, err
 	}
 	defer unlock()
-	mine, all, err := r.standbys(ctx, key)
+	mine, all, err := w.standbys(ctx, key)
 	if err != nil {
 		return "", until, err
 	}
 	if mine >= contract.StandbyPerShape || all >= contract.StandbyTotal {
 		return "", until, nil
 	}
-	rootfs, err := r.rootfsFor(ctx, req)
+	rootfs, err := w.Rootfs(ctx, req)
 	if err != nil {
 		return "", until, err
 	}
 	until = time.Now().Add(idle)
-	sb := r.newSandbox(box.NewID(), req, true)
+	sb := w.NewSandbox(box.NewID(), req, true)
 	sb.standby = map[string]string{reaper.LabelStandbyUntil: strconv.FormatInt(until.Unix(), 10)}
 	if err := sb.Make(ctx, rootfs); err != nil {
-		return "", until, errors.Join(err, sb.destroy(ctx))
+		return "", until, errors.Join(err, sb.Destroy(ctx))
 	}
 	// The FIFO that wakes its maker is there before any run can claim it.
 	if err := unix.Mkfifo(filepath.Join(sb.RunDir, standbyWake), 0o600); err != nil {
-		return "", until, errors.Join(fmt.Errorf("making standby %s's wake FIFO: %w", sb.ID, err), sb.destroy(ctx))
+		return "", until, errors.Join(fmt.Errorf("making standby %s's wake FIFO: %w", sb.ID, err), sb.Destroy(ctx))
 	}
 	// Runs find it by this label, so it goes on once the gate holds the
 	// program: a run that claimed a standby still being made would find no
 	// task, and its removal of the container would leave the task the
 	// maker was creating with none.
 	if _, err := sb.Container.SetLabels(ctx, map[string]string{reaper.LabelStandby: key}); err != nil {
-		return "", until, errors.Join(fmt.Errorf("labelling standby %s: %w", sb.ID, err), sb.destroy(ctx))
+		return "", until, errors.Join(fmt.Errorf("labelling standby %s: %w", sb.ID, err), sb.Destroy(ctx))
 	}
 	return sb.ID, until, nil
 }
 
 // standbys counts the unclaimed standbys of shape key, and of all shapes.
-func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err error) {
-	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
+func (w *Warm) standbys(ctx context.Context, key string) (mine, all int, err error) {
+	cs, err := w.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"`)
 	if err != nil {
 		return 0, 0, fmt.Errorf("listing standbys: %w", err)
 	}
@@ -105,8 +105,8 @@ func (r *Runner) standbys(ctx context.Context, key string) (mine, all int, err e
 }
 
 // ExpireStandby removes standby id, unless a run claimed it first.
-func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
-	c, err := r.Containerd.LoadContainer(ctx, id)
+func (w *Warm) ExpireStandby(ctx context.Context, id string) error {
+	c, err := w.Containerd.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
@@ -117,21 +117,21 @@ func (r *Runner) ExpireStandby(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	ok, err := r.claim(ctx, c, labels[reaper.LabelStandby], true)
+	ok, err := w.claim(ctx, c, labels[reaper.LabelStandby], true)
 	if err != nil || !ok {
 		return err
 	}
-	return r.destroyLeftover(ctx, c)
+	return w.destroyLeftover(ctx, c)
 }
 
-// claimStandby returns a standby of req's shape, claimed, with this
+// ClaimStandby returns a standby of req's shape, claimed, with this
 // process's streams on it, or nil when there is none to claim.
-func (r *Runner) claimStandby(ctx context.Context, req contract.Request) *sandbox {
-	if !r.useStandby || !contract.StandbyEligible(req) {
+func (w *Warm) ClaimStandby(ctx context.Context, req contract.Request) *Sandbox {
+	if !w.useStandby || !contract.StandbyEligible(req) {
 		return nil
 	}
 	key := contract.StandbyKey(req)
-	cs, err := r.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
+	cs, err := w.Containerd.Containers(ctx, `labels."`+reaper.LabelStandby+`"==`+strconv.Quote(key))
 	if err != nil {
 		log.G(ctx).WithError(err).Debug("listing standbys")
 		return nil
@@ -139,20 +139,20 @@ func (r *Runner) claimStandby(ctx context.Context, req contract.Request) *sandbo
 	// Racing runs try them in different orders.
 	rand.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
 	for _, c := range cs {
-		ok, err := r.claim(ctx, c, key, false)
+		ok, err := w.claim(ctx, c, key, false)
 		if err != nil {
 			log.G(ctx).WithError(err).Debugf("claiming standby %s", c.ID())
 		}
 		if !ok {
 			continue
 		}
-		sb, err := r.adopt(ctx, c, req)
+		sb, err := w.adopt(ctx, c, req)
 		if err == nil {
 			log.G(ctx).Debugf("claimed standby %s", c.ID())
 			return sb
 		}
 		log.G(ctx).WithError(err).Debugf("standby %s cannot be used", c.ID())
-		if err := sb.destroy(ctx); err != nil {
+		if err := sb.Destroy(ctx); err != nil {
 			log.G(ctx).WithError(err).Debugf("removing standby %s", c.ID())
 		}
 	}
@@ -164,20 +164,20 @@ func (r *Runner) claimStandby(ctx context.Context, req contract.Request) *sandbo
 // expired (unless expired is allowed: its maker removing it), and
 // relabels it as claimed and owned by this process. A run that listed c
 // before and takes the lock after sees the new labels and gives up.
-func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, expired bool) (bool, error) {
+func (w *Warm) claim(ctx context.Context, c containerd.Container, key string, expired bool) (bool, error) {
 	if key == "" {
 		return false, nil
 	}
-	unlock, ok, err := r.lock(ctx, reaper.ClaimLeasePrefix+c.ID())
+	unlock, ok, err := w.lock(ctx, reaper.ClaimLeasePrefix+c.ID())
 	if err != nil || !ok {
 		return false, err
 	}
 	// The lock goes while the run goes on (Close waits for it): once the
 	// labels say claimed, no one else takes the standby anyway.
 	defer func() {
-		r.cleanups.Add(1)
+		w.cleanups.Add(1)
 		go func() {
-			defer r.cleanups.Done()
+			defer w.cleanups.Done()
 			unlock()
 		}()
 	}()
@@ -192,7 +192,7 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 	if !expired && (err != nil || !time.Now().Before(time.Unix(until, 0))) {
 		return false, nil
 	}
-	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: r.Owner}); err != nil {
+	if _, err := c.SetLabels(ctx, map[string]string{reaper.LabelStandby: "", reaper.LabelOwner: w.Owner}); err != nil {
 		return false, fmt.Errorf("claiming standby %s: %w", c.ID(), err)
 	}
 	return true, nil
@@ -200,9 +200,9 @@ func (r *Runner) claim(ctx context.Context, c containerd.Container, key string, 
 
 // lock takes the lease id, which only one process holds at a time: ok is
 // false when another holds it. unlock removes it.
-func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, err error) {
-	ls := r.Containerd.LeasesService()
-	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, r.Owner))
+func (w *Warm) lock(ctx context.Context, id string) (unlock func(), ok bool, err error) {
+	ls := w.Containerd.LeasesService()
+	l, err := ls.Create(ctx, leases.WithID(id), leases.WithLabel(reaper.LabelOwner, w.Owner))
 	if errdefs.IsAlreadyExists(err) {
 		return nil, false, nil
 	}
@@ -219,8 +219,8 @@ func (r *Runner) lock(ctx context.Context, id string) (unlock func(), ok bool, e
 // adopt turns a claimed standby into this process's sandbox for req: its
 // run directory is this process's, and its program's streams are attached
 // to this process. Its program is the gate's, still waiting for its line.
-func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract.Request) (*sandbox, error) {
-	sb := r.newSandbox(c.ID(), req, true)
+func (w *Warm) adopt(ctx context.Context, c containerd.Container, req contract.Request) (*Sandbox, error) {
+	sb := w.NewSandbox(c.ID(), req, true)
 	sb.Take(c, box.StateHeld)
 	if err := reaper.AdoptRunDir(sb.RunDir); err != nil {
 		return sb, err
@@ -237,14 +237,14 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract
 	// An image rebuilt since the standby was made (same name, new
 	// content) is the run's: the standby's root is not.
 	opCtx := context.WithoutCancel(ctx)
-	key, err := snapshots.ViewKey(opCtx, r.Containerd, req.ImageName())
+	key, err := snapshots.ViewKey(opCtx, w.Containerd, req.ImageName())
 	if err != nil {
 		return sb, err
 	}
 	if info, err := c.Info(opCtx, containerd.WithoutRefreshedMetadata); err != nil || (info.SnapshotKey != key && info.Labels[snapshots.LabelView] != key) {
 		return sb, fmt.Errorf("standby's image %s was replaced since it was made", req.ImageName())
 	}
-	sb.Limits = box.Limits(req, r.Facts)
+	sb.Limits = box.Limits(req, w.Facts)
 	pr, pw := io.Pipe()
 	sb.Stdin, sb.StdinW, sb.Gone = &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}, pw, make(chan struct{})
 	sb.Stdout, sb.Stderr = contract.NewCapped(req.OutputLimit, nil), contract.NewCapped(req.OutputLimit, nil)
@@ -259,7 +259,7 @@ func (r *Runner) adopt(ctx context.Context, c containerd.Container, req contract
 	if err != nil || st.Status != containerd.Running {
 		return sb, fmt.Errorf("standby's gate is %s (%v)", st.Status, err)
 	}
-	if err := r.VerifyLimits(sb.ID, sb.Limits); err != nil {
+	if err := w.VerifyLimits(sb.ID, sb.Limits); err != nil {
 		return sb, err
 	}
 	if sb.StatusC, err = task.Wait(opCtx); err != nil {
@@ -282,49 +282,10 @@ func fifosOnly(dir string) cio.Creator {
 		if err != nil {
 			return nil, err
 		}
-		d, err := newDetachedIO(fifos.Config, []string{fifos.Stdin, fifos.Stdout, fifos.Stderr}, []string{fifos.Stdout, fifos.Stderr})
+		d, err := box.NewDetachedIO(fifos.Config, []string{fifos.Stdin, fifos.Stdout, fifos.Stderr}, []string{fifos.Stdout, fifos.Stderr})
 		if err != nil {
-			return nil, err // not a nil *detachedIO in a non-nil cio.IO
+			return nil, err // not a nil *box.DetachedIO in a non-nil cio.IO
 		}
 		return d, nil
 	}
-}
-
-// detachedIO is a task's streams that no one in this process reads or
-// writes: it only holds the readers the task's creation needs.
-type detachedIO struct {
-	config cio.Config
-	fds    []int
-}
-
-// newDetachedIO makes the FIFOs fifos and holds open for reading those of
-// them in hold: the shim's opens of its write ends wait for a reader.
-func newDetachedIO(config cio.Config, fifos, hold []string) (*detachedIO, error) {
-	for _, p := range fifos {
-		if err := unix.Mkfifo(p, 0o600); err != nil {
-			return nil, fmt.Errorf("making a sandbox's streams: %w", err)
-		}
-	}
-	d := &detachedIO{config: config}
-	for _, p := range hold {
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			d.Close()
-			return nil, fmt.Errorf("opening a sandbox's streams: %w", err)
-		}
-		d.fds = append(d.fds, fd)
-	}
-	return d, nil
-}
-
-func (d *detachedIO) Config() cio.Config { return d.config }
-func (d *detachedIO) Cancel()            {}
-func (d *detachedIO) Wait()              {}
-
-func (d *detachedIO) Close() error {
-	for _, fd := range d.fds {
-		unix.Close(fd)
-	}
-	d.fds = nil
-	return nil
 }
