@@ -30,12 +30,15 @@ func TestPackageDirection(t *testing.T) {
 		// below the rest of runner.
 		"runner/contract": {"cmd", "server", "e2b", "fleet", "audit", "daemon", "userns", "seccomp"},
 		"runner/sandbox":  {"cmd", "server", "e2b", "fleet", "audit"},
-		"runner/warm":     {"cmd", "server", "e2b", "fleet", "audit"},
-		"server":          {"cmd", "e2b"},
-		"e2b":             {"cmd", "server"},
-		"fleet":           {"cmd", "server", "e2b", "runner"},
-		"imagebuild":      {"cmd", "server", "e2b", "fleet", "audit"},
-		"audit":           {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
+		// warm and session are siblings over sandbox: neither imports
+		// the other (ready sessions ask warm through an interface).
+		"runner/warm":    {"cmd", "server", "e2b", "fleet", "audit", "runner/session"},
+		"runner/session": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm"},
+		"server":         {"cmd", "e2b"},
+		"e2b":            {"cmd", "server"},
+		"fleet":          {"cmd", "server", "e2b", "runner"},
+		"imagebuild":     {"cmd", "server", "e2b", "fleet", "audit"},
+		"audit":          {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
 		// procwire speaks to boxer-procd (init/boxer-procd.c): the lowest
 		// layer, it imports nothing of boxer's.
 		"procwire": {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress", "secrets", "userns", "fleet", "audit", "internal"},
@@ -58,11 +61,11 @@ func TestPackageDirection(t *testing.T) {
 
 // TestRunnerLayers keeps runner's packages in layers, each importing only
 // the ones below it: contract (data), sandbox (what one sandbox is made
-// of), warm (sandboxes made ahead, shared shims), then runner itself
-// (docs/internals.md, "Packages of runner").
+// of), warm (sandboxes made ahead, shared shims) and session (sessions),
+// then runner itself (docs/internals.md, "Packages of runner").
 func TestRunnerLayers(t *testing.T) {
 	const mod = "github.com/boxer-dev/boxer/"
-	layers := []string{"runner/contract", "runner/sandbox", "runner/warm", "runner"}
+	layers := []string{"runner/contract", "runner/sandbox", "runner/warm", "runner/session", "runner"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {

@@ -3,12 +3,13 @@ package runner
 import (
 	"bytes"
 	"errors"
-	"github.com/boxer-dev/boxer/runner/contract"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/boxer-dev/boxer/runner/contract"
 )
 
 // lines splits a fuzzed list, one entry a line; "" is no list at all.

@@ -2,10 +2,11 @@ package runner
 
 import (
 	"bytes"
-	"github.com/boxer-dev/boxer/runner/contract"
-	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"strings"
 	"testing"
+
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 )
 
 func TestCappedKeepsPrefixAndDrains(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
+	"github.com/boxer-dev/boxer/runner/session"
 	"github.com/boxer-dev/boxer/runner/warm"
 )
 
@@ -29,33 +30,18 @@ type Runner struct {
 	// realShim is the runc shim's binary, where known (boxer's private
 	// daemon): for the reaper.
 	realShim string
-	// checkpointsDir holds sessions' checkpoints, on disk
-	// (session_snapshot_linux.go).
-	checkpointsDir string
 	// handOff: runs leave their sandboxes in handedOff (Options.HandOff).
 	handOff   bool
 	handedMu  sync.Mutex
 	handedOff []string
 	reaper    *reaper.Reaper
 	// warm keeps the pool, the standbys and the shared shims.
-	warm  *warm.Warm
-	ready *readyPool
-	// keeper starts a session's keeper (Options.Keeper).
-	keeper []string
-	// sessionID makes new sessions' IDs (Options.SessionID).
-	sessionID func(prefix string) string
-	cleanups  sync.WaitGroup
-	// ceilings and held: what each caller may hold and holds
-	// (tenant_linux.go); watches caps all callers' watches.
-	ceilings contract.Ceilings
-	held     contract.Tally
-	watches  int
-	// roomMu orders the checks of room for new sessions; making are the
-	// sessions being made meanwhile, by ID, with their callers.
-	roomMu sync.Mutex
-	making map[string]string
-	// ends keeps ended sessions' network figures (EndedNetwork).
-	ends endedNets
+	warm *warm.Warm
+	// Layer keeps the sessions; its methods are the Runner's.
+	*session.Layer
+	// cleanups are the teardowns in the background that Close waits
+	// for, the layers' and the Runner's.
+	cleanups sync.WaitGroup
 }
 
 // runcShim is containerd's runc shim, the runtime of every sandbox.
@@ -93,13 +79,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 			Secrets:    o.Secrets,
 			Inject:     o.Inject,
 		},
-		checkpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
-		handOff:        o.HandOff,
-		keeper:         o.Keeper,
-		sessionID:      o.SessionID,
-		ceilings:       o.Ceilings,
-		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
-		making:         map[string]string{},
+		handOff: o.HandOff,
 	}
 	if r.Egress, err = box.NewEgressSetup(o.Egress); err != nil {
 		client.Close()
@@ -132,6 +112,12 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		}
 	}
 	r.warm = warm.New(r.Host, &r.cleanups, o.Standby, shared, contract.Or(o.ShimRuns, DefaultShimRuns))
+	r.Layer = session.New(r.Host, &r.cleanups, r.warm, session.Options{
+		CheckpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
+		Keeper:         o.Keeper,
+		SessionID:      o.SessionID,
+		Ceilings:       o.Ceilings,
+	})
 	if o.Reap {
 		r.reaper = reaper.Start(ctx, reaper.Config{
 			Client: client, Namespace: r.Namespace, Address: address,
@@ -178,7 +164,7 @@ func (r *Runner) Client() *containerd.Client { return r.Containerd }
 func (r *Runner) Close() error {
 	owner, ids := r.TakeHandedOff()
 	r.RemoveSandboxes(context.Background(), owner, ids)
-	r.closeReady()
+	r.CloseReady()
 	r.warm.Close()
 	r.reaper.Wait()
 	r.CloseContainerLease()
@@ -217,7 +203,7 @@ func (r *Runner) Run(ctx context.Context, req contract.Request) (res contract.Re
 		err = sb.Start(ctx, req.Stdin)
 	}
 	if err != nil {
-		return startFailed(res, err)
+		return box.StartFailed(res, err)
 	}
 	e, err := sb.Wait(ctx, req.Timeout)
 	if err != nil {
@@ -258,20 +244,6 @@ func (r *Runner) release(ctx context.Context, sb *warm.Sandbox, handOff bool) er
 	return r.warm.Release(ctx, sb)
 }
 
-// startFailed is the result of a run whose program never started: the
-// runtime's 126 or 127 when it could not execute the command, else boxer's
-// failure (125).
-func startFailed(res contract.Result, err error) (contract.Result, error) {
-	var rt *box.RuntimeError
-	if errors.As(err, &rt) {
-		if code, detail, ok := contract.ExecFailure(rt.Error()); ok {
-			res.ExitCode, res.Error = code, detail
-			return res, nil
-		}
-	}
-	return res, err
-}
-
 // result completes res from how sb's program ended, its output, and the
 // files it left for --copy-out (also after a timeout or an OOM kill).
 func result(sb *box.Sandbox, res contract.Result, e box.Exit, d contract.Delivery) (contract.Result, error) {
@@ -299,7 +271,7 @@ func result(sb *box.Sandbox, res contract.Result, e box.Exit, d contract.Deliver
 	res.Status, res.ExitCode, res.Signal = o.Status, o.Code, o.Signal
 	execFailed := false
 	if o.Status == contract.StatusExited && !res.StdoutTruncated && !res.StderrTruncated {
-		// Told as a runtime's failure to execute it is (startFailed).
+		// Told as a runtime's failure to execute it is (box.StartFailed).
 		var detail string
 		if detail, execFailed = contract.InitExecFailure(e.Facts.Status, res.Stdout, res.Stderr); execFailed {
 			res.Status, res.Error, res.Stderr = contract.StatusError, detail, ""
@@ -395,7 +367,7 @@ func (r *Runner) Health(ctx context.Context) contract.Health {
 // dead boxer processes): their links and their blocks of ids.
 func (r *Runner) sweep(ctx context.Context) {
 	r.SweepLinks(ctx)
-	r.sweepCheckpoints(ctx)
+	r.SweepCheckpoints(ctx)
 	r.SweepUserns(ctx)
 }
 

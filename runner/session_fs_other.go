@@ -6,8 +6,9 @@ package runner
 
 import (
 	"context"
-	"github.com/boxer-dev/boxer/runner/contract"
 	"io"
+
+	"github.com/boxer-dev/boxer/runner/contract"
 )
 
 // ReadSessionPath fails off Linux.

@@ -6,8 +6,9 @@ package runner
 
 import (
 	"context"
-	"github.com/boxer-dev/boxer/runner/contract"
 	"time"
+
+	"github.com/boxer-dev/boxer/runner/contract"
 )
 
 // StartReadySessions fails off Linux.

@@ -5,11 +5,14 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/boxer-dev/boxer/runner/contract"
 )
 
 // Parts are what a layer above adds to a sandbox it makes: a session's
@@ -114,3 +117,17 @@ type RuntimeError struct {
 
 func (e *RuntimeError) Error() string { return e.Step + ": " + e.Err.Error() }
 func (e *RuntimeError) Unwrap() error { return e.Err }
+
+// StartFailed is the result of a run whose program never started: the
+// runtime's 126 or 127 when it could not execute the command, else boxer's
+// failure (125).
+func StartFailed(res contract.Result, err error) (contract.Result, error) {
+	var rt *RuntimeError
+	if errors.As(err, &rt) {
+		if code, detail, ok := contract.ExecFailure(rt.Error()); ok {
+			res.ExitCode, res.Error = code, detail
+			return res, nil
+		}
+	}
+	return res, err
+}

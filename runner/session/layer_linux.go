@@ -1,0 +1,76 @@
+package session
+
+// The sessions' layer over a Host: what it holds across sessions.
+
+import (
+	"context"
+	"sync"
+
+	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
+)
+
+// Layer keeps a Host's sessions: making them, their keepers, calls,
+// files, processes, ports, snapshots and ends, and the ready sessions.
+type Layer struct {
+	*box.Host
+	// cleanups are the background teardowns its Runner's Close waits for.
+	cleanups *sync.WaitGroup
+	// warm lets ready sessions yield to runs (Settler).
+	warm Settler
+	// checkpointsDir holds sessions' checkpoints, on disk
+	// (session_snapshot_linux.go).
+	checkpointsDir string
+	ready          *readyPool
+	// keeper starts a session's keeper (Options.Keeper).
+	keeper []string
+	// sessionID makes new sessions' IDs (Options.SessionID).
+	sessionID func(prefix string) string
+	// ceilings and held: what each caller may hold and holds
+	// (tenant_linux.go); watches caps all callers' watches.
+	ceilings contract.Ceilings
+	held     contract.Tally
+	watches  int
+	// roomMu orders the checks of room for new sessions; making are the
+	// sessions being made meanwhile, by ID, with their callers.
+	roomMu sync.Mutex
+	making map[string]string
+	// ends keeps ended sessions' network figures (EndedNetwork).
+	ends endedNets
+}
+
+// Settler is what ready sessions ask of the warm sandboxes beside them:
+// to wait until no run is under way, so that a session being made does
+// not slow a run on a small host (warm.Warm.Settle).
+type Settler interface {
+	Settle(ctx context.Context)
+}
+
+// Options are how a Layer makes and keeps sessions (the Options of
+// package runner say what each is).
+type Options struct {
+	// CheckpointsDir holds sessions' checkpoints.
+	CheckpointsDir string
+	// Keeper is the command that starts a session's keeper.
+	Keeper []string
+	// SessionID, if set, makes the IDs of new sessions.
+	SessionID func(prefix string) string
+	// Ceilings cap what one caller holds on the host at once.
+	Ceilings contract.Ceilings
+}
+
+// New returns the sessions' layer over h; its ready sessions yield to
+// warm's runs, and its background work joins cleanups.
+func New(h *box.Host, cleanups *sync.WaitGroup, warm Settler, o Options) *Layer {
+	return &Layer{
+		Host:           h,
+		cleanups:       cleanups,
+		warm:           warm,
+		checkpointsDir: o.CheckpointsDir,
+		keeper:         o.Keeper,
+		sessionID:      o.SessionID,
+		ceilings:       o.Ceilings,
+		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
+		making:         map[string]string{},
+	}
+}

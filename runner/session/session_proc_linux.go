@@ -1,0 +1,319 @@
+package session
+
+// A session's processes, from its clients: the keeper's other end.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/boxer-dev/boxer/runner/contract"
+	"golang.org/x/sys/unix"
+)
+
+// keeperStart is how long a command waits for a keeper it started to
+// answer.
+const keeperStart = 10 * time.Second
+
+// keeperRival is how long a command whose keeper exited at once waits
+// for the one that holds the session to answer.
+const keeperRival = 3 * time.Second
+
+// keeperFor returns a client of session id's keeper, starting the keeper
+// when none answers. The caller must own the session.
+func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*keeperClient, error) {
+	s, err := r.loadSession(ctx, id, caller, false)
+	if err != nil {
+		return nil, err
+	}
+	kc := newKeeperClient(filepath.Join(s.runDir, keeperSock))
+	if kc.alive(ctx) {
+		return kc, nil
+	}
+	exited, err := r.spawnKeeper(s.runDir, id, keeperHandoff{})
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.After(keeperStart)
+	var gone <-chan time.Time
+	for !kc.alive(ctx) {
+		select {
+		case <-exited:
+			// Another keeper may have won the lock (the one started
+			// with the session, still starting): it answers soon. With
+			// no keeper holding the lock, this one failed.
+			if !keeperLocked(s.runDir) && !kc.alive(ctx) {
+				return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+			}
+			exited, gone = nil, time.After(keeperRival)
+		case <-gone:
+			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+		case <-deadline:
+			return nil, errors.New("the session's keeper did not answer in 10s")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return kc, nil
+}
+
+// spawnKeeper starts session id's keeper, detached, and does not wait
+// for it: exited is closed when the process ends (at once, if another
+// keeper holds the session). h is what the session's maker hands it (see
+// keeperHandoff); a keeper started again gets nothing. Its environment
+// is this process's without the secrets' values (keeperEnv).
+func (r *Layer) spawnKeeper(runDir, id string, h keeperHandoff) (exited chan struct{}, err error) {
+	defer h.close()
+	if len(r.keeper) == 0 {
+		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
+	}
+	logf, err := os.OpenFile(filepath.Join(runDir, keeperLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(r.keeper[0], append(append([]string{}, r.keeper[1:]...), "keeper", id)...)
+	// Its own session: the caller's terminal and process group are not its.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = r.keeperEnv()
+	// Files 3, 4, 5: the session's gateway, to serve (see
+	// session_net_linux.go); then the lock, then the secrets' pipe.
+	hand := func(f *os.File, env string) {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
+		cmd.Env = append(cmd.Env, env+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
+	}
+	if len(h.gateway) > 0 {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, h.gateway...)
+		cmd.Env = append(cmd.Env, keeperGatewayEnv+"=3")
+	}
+	if h.lock != nil {
+		hand(h.lock, keeperLockEnv)
+	}
+	var secretsW *os.File
+	if h.secrets != nil {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("starting the session's keeper: %w", err)
+		}
+		defer pr.Close()
+		secretsW = pw
+		hand(pr, keeperSecretsEnv)
+	}
+	if err := cmd.Start(); err != nil {
+		if secretsW != nil {
+			secretsW.Close()
+		}
+		return nil, fmt.Errorf("starting the session's keeper: %w", err)
+	}
+	exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if secretsW != nil {
+		if err := handSecrets(secretsW, h.secrets); err != nil {
+			_ = cmd.Process.Kill()
+			return nil, err
+		}
+	}
+	return exited, nil
+}
+
+// keeperLocked says whether a keeper holds session runDir's keeper lock.
+func keeperLocked(runDir string) bool {
+	f, err := os.Open(filepath.Join(runDir, keeperLock))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+}
+
+func lastLine(file string) string {
+	data, _ := os.ReadFile(file)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return lines[len(lines)-1]
+}
+
+// StartProcess starts a command in session id of caller ("" for any) and
+// returns it once it runs; AttachProcess follows its output. Past the
+// caller's ceiling on processes it is refused with a LimitError.
+func (r *Layer) StartProcess(ctx context.Context, id, caller string, req contract.ProcessRequest) (contract.ProcessInfo, error) {
+	if err := req.Check(); err != nil {
+		return contract.ProcessInfo{}, err
+	}
+	var info contract.ProcessInfo
+	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		// Counted until its keeper counts it.
+		release, err := r.holdProcess(ctx, caller, true)
+		if err != nil {
+			return err
+		}
+		defer release()
+		return kc.call(ctx, "POST", "/processes", nil, jsonBody(req), &info)
+	})
+	return info, err
+}
+
+// Processes lists session id's processes, running and ended.
+func (r *Layer) Processes(ctx context.Context, id, caller string) ([]contract.ProcessInfo, error) {
+	var out []contract.ProcessInfo
+	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "GET", "/processes", nil, nil, &out)
+	})
+	return out, err
+}
+
+// SignalProcess sends sig to process ref (its number or tag) of session
+// id, and to what it started for SIGKILL.
+func (r *Layer) SignalProcess(ctx context.Context, id, caller, ref string, sig syscall.Signal) error {
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/signal", url.Values{"signal": {strconv.Itoa(int(sig))}}, nil, nil)
+	})
+}
+
+// SendStdin writes in to process ref's stdin, and closes it after if
+// close.
+func (r *Layer) SendStdin(ctx context.Context, id, caller, ref string, in io.Reader, close bool) error {
+	q := url.Values{}
+	if close {
+		q.Set("close", "1")
+	}
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/stdin", q, in, nil)
+	})
+}
+
+// ResizeProcess changes the size of process ref's terminal.
+func (r *Layer) ResizeProcess(ctx context.Context, id, caller, ref string, size contract.TermSize) error {
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/resize", nil, jsonBody(size), nil)
+	})
+}
+
+// AttachProcess follows process ref's output from offset from (0: all
+// that its ring still holds), calling fn with each event until the
+// process's end (the last event has End) or ctx's. A caller's stream
+// of it is held by its adapter (HoldStream), from before the process
+// starts for a stream that starts it.
+func (r *Layer) AttachProcess(ctx context.Context, id, caller, ref string, from int64, fn func(contract.ProcessEvent) error) error {
+	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+		resp, err := kc.do(ctx, "GET", "/processes/"+url.PathEscape(ref)+"/output", url.Values{"from": {strconv.FormatInt(from, 10)}}, nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		dec := json.NewDecoder(bufio.NewReader(resp.Body))
+		for {
+			var ev contract.ProcessEvent
+			if err := dec.Decode(&ev); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("following the process: the session ended or its keeper stopped (%v)", err)
+			}
+			if err := fn(ev); err != nil {
+				return err
+			}
+			if ev.End != nil {
+				return nil
+			}
+		}
+	})
+}
+
+// toKeeper runs f with session id's keeper.
+func (r *Layer) toKeeper(ctx context.Context, id, caller string, f func(*keeperClient) error) error {
+	kc, err := r.keeperFor(ctx, id, caller)
+	if err != nil {
+		return err
+	}
+	return f(kc)
+}
+
+// keeperClient speaks to one keeper.
+type keeperClient struct {
+	http *http.Client
+}
+
+func newKeeperClient(sock string) *keeperClient {
+	return &keeperClient{http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		DisableCompression: true,
+	}}}
+}
+
+// alive says whether a keeper answers.
+func (kc *keeperClient) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var out []contract.ProcessInfo
+	return kc.call(ctx, "GET", "/processes", nil, nil, &out) == nil
+}
+
+func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
+	u := "http://keeper" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := kc.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the session's keeper: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var f keeperFault
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&f); err != nil {
+			return nil, fmt.Errorf("the session's keeper answered %s", resp.Status)
+		}
+		switch {
+		case f.NotFound:
+			return nil, contract.ErrProcessNotFound
+		case f.NoNetwork:
+			return nil, contract.ErrNoNetwork
+		case f.Field != "":
+			return nil, &contract.FieldError{Field: f.Field, Message: f.Error, Forbidden: f.Forbidden}
+		}
+		return nil, errors.New(f.Error)
+	}
+	return resp, nil
+}
+
+func (kc *keeperClient) call(ctx context.Context, method, path string, q url.Values, body io.Reader, out any) error {
+	resp, err := kc.do(ctx, method, path, q, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func jsonBody(v any) io.Reader {
+	data, _ := json.Marshal(v)
+	return strings.NewReader(string(data))
+}
