@@ -12,8 +12,10 @@
 //
 // It knows nothing of sessions, warm pools, shared shims or runs: what a
 // layer above adds to a sandbox it makes comes in through the Parts it
-// gives (a session's files, labels, wire and restore; a warm sandbox's
-// shared shim and streams), and Destroy never calls them: the layer that
-// made a sandbox undoes its own parts around Destroy. It must never
-// import package runner or any package of runner but contract.
+// gives (its labels and first process, its streams), SessionParts
+// besides for a session's (its files, network namespace, CA lifetime and
+// restore), WarmParts for a warm sandbox's (detached streams, a shared
+// shim), and Destroy never calls them: the layer that made a sandbox
+// undoes its own parts around Destroy. It must never import package
+// runner or any package of runner but contract.
 package sandbox

@@ -15,12 +15,25 @@ import (
 	"github.com/boxer-dev/boxer/runner/contract"
 )
 
-// Parts are what a layer above adds to a sandbox it makes: a session's
-// files, first process, labels, wire and restore; a warm sandbox's
-// shared shim and detached streams; a shared shim's labels. The sandbox
-// asks them while it is made and started, never while it is destroyed:
-// the layer that made it undoes its own parts around Destroy.
+// Parts are what every layer above adds to a sandbox it makes: its
+// spec's first process and labels, and its task's streams. A layer that
+// adds more gives Parts that are SessionParts or WarmParts as well. The
+// sandbox asks them while it is made and started, never while it is
+// destroyed: the layer that made it undoes its own parts around Destroy.
 type Parts interface {
+	// Shape makes spec and labels the layer's (a session's first process
+	// and labels, an anchor's or a standby's labels).
+	Shape(sb *Sandbox, spec *specs.Spec, labels map[string]string) error
+	// Streams creates the task's IO when it is not a run's streams (a
+	// session's wire or none, an anchor's none, a standby's FIFOs); nil:
+	// a run's.
+	Streams(sb *Sandbox) cio.Creator
+}
+
+// SessionParts are what a session adds to its sandbox besides: its files,
+// its network namespace and netstack, its CA's lifetime, its restore.
+type SessionParts interface {
+	Parts
 	// Files mounts a workspace of the layer's own for a sandbox user of
 	// host ids uid:gid (a session's files tmpfs) and says so; false: the
 	// sandbox gets a run's workspace.
@@ -31,18 +44,18 @@ type Parts interface {
 	// CAUntil is when the CA of the sandbox's injected headers expires;
 	// zero: egress.NewCA's default.
 	CAUntil() time.Time
-	// Shape makes spec and labels the layer's (a session's first process
-	// and labels, an anchor's or a standby's labels).
-	Shape(sb *Sandbox, spec *specs.Spec, labels map[string]string) error
 	// Netstack says that a gVisor sandbox without a link has its
 	// netstack all the same (a session's, whose ports are forwarded).
 	Netstack() bool
-	// Streams creates the task's IO when it is not a run's streams (a
-	// session's wire or none, a standby's FIFOs); nil: a run's.
-	Streams(sb *Sandbox) cio.Creator
 	// Restore are the task options of a sandbox restored from a
 	// checkpoint (a fork), nil for any other.
 	Restore() []containerd.NewTaskOpts
+}
+
+// WarmParts are what a sandbox made ahead of its run, or sharing a shim,
+// adds besides: detached streams, and the shared shim it joins.
+type WarmParts interface {
+	Parts
 	// Detached says that no one in this process holds the task's
 	// streams once it is made (a standby's: the run that claims it does).
 	Detached() bool
@@ -60,7 +73,8 @@ type Parts interface {
 	ShimLost() bool
 }
 
-// NoParts are a plain run's parts: nothing added.
+// NoParts are a plain run's parts: nothing added. They are
+// SessionParts and WarmParts, each adding nothing.
 type NoParts struct{}
 
 // Files gives the sandbox a run's workspace.
@@ -105,6 +119,23 @@ func (sb *Sandbox) parts() Parts {
 		return NoParts{}
 	}
 	return sb.Parts
+}
+
+// session are the sandbox's SessionParts, NoParts when its Parts have
+// none.
+func (sb *Sandbox) session() SessionParts {
+	if p, ok := sb.Parts.(SessionParts); ok {
+		return p
+	}
+	return NoParts{}
+}
+
+// warm are the sandbox's WarmParts, NoParts when its Parts have none.
+func (sb *Sandbox) warm() WarmParts {
+	if p, ok := sb.Parts.(WarmParts); ok {
+		return p
+	}
+	return NoParts{}
 }
 
 // RuntimeError is the runtime's failure to create or start a sandbox, as

@@ -37,8 +37,8 @@ type Sandbox struct {
 	// Gate: the program waits for a line on stdin (pre-created sandboxes,
 	// started before their request; boxer-init -g).
 	Gate bool
-	// Parts are what the layer that makes it adds (see Parts); nil for a
-	// plain run's.
+	// Parts are what the layer that makes it adds (see Parts, and
+	// SessionParts and WarmParts); nil for a plain run's.
 	Parts Parts
 
 	RunDir string
@@ -134,7 +134,7 @@ func (sb *Sandbox) Prepare() error {
 			return err
 		}
 	}
-	if own, err := sb.parts().Files(sb, uid, gid); err != nil {
+	if own, err := sb.session().Files(sb, uid, gid); err != nil {
 		return err
 	} else if !own {
 		sb.Dirs.Workspace = reaper.WorkspaceDir(sb.RunDir)
@@ -148,7 +148,7 @@ func (sb *Sandbox) Prepare() error {
 	if sb.Req.HasEgress() {
 		return sb.attachLink()
 	}
-	return sb.parts().Loopback(sb)
+	return sb.session().Loopback(sb)
 }
 
 // Create makes the container and its task: the runtime creates the
@@ -164,7 +164,7 @@ func (sb *Sandbox) Create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	if err := sb.To(next, StatePrepared); err != nil {
 		return err
 	}
-	r, parts := sb.h, sb.parts()
+	r, parts, session, warm := sb.h, sb.parts(), sb.session(), sb.warm()
 	if err := sb.mountRoot(ctx, rootfs); err != nil {
 		return err
 	}
@@ -181,12 +181,12 @@ func (sb *Sandbox) Create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		labels[snapshots.LabelView] = rootfs.Key
 	}
 	// A session's runsc has its netstack so that its ports can be
-	// forwarded (Parts.Netstack).
-	shim, shimOpts, err := r.Runtime(sb.Req.Runtime, sb.Link != nil || parts.Netstack(), sb.Dirs.Userns != nil)
+	// forwarded (SessionParts.Netstack).
+	shim, shimOpts, err := r.Runtime(sb.Req.Runtime, sb.Link != nil || session.Netstack(), sb.Dirs.Userns != nil)
 	if err != nil {
 		return err
 	}
-	member := parts.JoinShim(ctx)
+	member := warm.JoinShim(ctx)
 	opCtx := context.WithoutCancel(ctx)
 	for retried := false; ; retried = true {
 		opts := []containerd.NewContainerOpts{
@@ -205,11 +205,11 @@ func (sb *Sandbox) Create(ctx context.Context, rootfs snapshots.Rootfs) error {
 		if ctx.Err() != nil {
 			return contract.ErrInterrupted
 		}
-		sb.Task, err = sb.Container.NewTask(opCtx, sb.streams(), parts.Restore()...)
+		sb.Task, err = sb.Container.NewTask(opCtx, sb.streams(), session.Restore()...)
 		if err == nil {
 			break
 		}
-		if retried || !parts.ShimDied(opCtx) {
+		if retried || !warm.ShimDied(opCtx) {
 			return &RuntimeError{Step: "starting sandbox", Err: err}
 		}
 		// Its shared shim died before the task was made: once more, with
@@ -219,10 +219,10 @@ func (sb *Sandbox) Create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			return fmt.Errorf("removing sandbox %s: %w", sb.ID, err)
 		}
 		sb.Container = nil
-		parts.LeaveShim()
-		member = parts.JoinShim(ctx)
+		warm.LeaveShim()
+		member = warm.JoinShim(ctx)
 	}
-	if parts.Restore() == nil {
+	if session.Restore() == nil {
 		// A restored one's sandbox is made when it starts (a fork's).
 		if err := r.VerifyLimits(sb.ID, sb.Limits); err != nil {
 			return err
@@ -236,7 +236,7 @@ func (sb *Sandbox) Create(ctx context.Context, rootfs snapshots.Rootfs) error {
 			return &RuntimeError{Step: "starting sandbox", Err: err}
 		}
 	}
-	if parts.Detached() {
+	if warm.Detached() {
 		// Its streams are the claiming run's (a standby's).
 		sb.Task.IO().Close()
 	}
@@ -330,7 +330,7 @@ func (sb *Sandbox) Start(ctx context.Context, stdin io.Reader) error {
 		// A shared shim killed under the start: the task is gone or the
 		// connection closed (a runtime's own failure is neither, and does
 		// not wait for ShimLost).
-		if (errdefs.IsNotFound(err) || errdefs.IsUnavailable(err) || strings.Contains(err.Error(), "closed")) && sb.parts().ShimLost() {
+		if (errdefs.IsNotFound(err) || errdefs.IsUnavailable(err) || strings.Contains(err.Error(), "closed")) && sb.warm().ShimLost() {
 			return shimDiedError(err)
 		}
 		return &RuntimeError{Step: "starting sandbox", Err: err}
@@ -398,7 +398,7 @@ func (sb *Sandbox) Wait(ctx context.Context, timeout time.Duration) (Exit, error
 		}
 	}
 	if err := status.Error(); err != nil {
-		if sb.parts().ShimLost() {
+		if sb.warm().ShimLost() {
 			return e, shimDiedError(err)
 		}
 		return e, fmt.Errorf("waiting for sandbox exit: %w", err)

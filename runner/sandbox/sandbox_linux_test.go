@@ -91,6 +91,12 @@ func TestSandboxStates(t *testing.T) {
 	}
 }
 
-// unaskedParts are Parts none of whose methods may be called: each call
-// panics on the nil interface inside.
-type unaskedParts struct{ Parts }
+// unaskedParts are Parts, SessionParts and WarmParts none of whose
+// methods may be called: each call panics on the nil interface inside.
+type unaskedParts struct{ allParts }
+
+// allParts are every part a layer may add.
+type allParts interface {
+	SessionParts
+	WarmParts
+}

@@ -104,7 +104,7 @@ func writeSecret(path string, value []byte, uid, gid int) error {
 // sets.
 func (sb *Sandbox) prepareInjection(dir string) error {
 	newCA := egress.NewCA
-	if until := sb.parts().CAUntil(); !until.IsZero() {
+	if until := sb.session().CAUntil(); !until.IsZero() {
 		// A session's lives as long as the session may.
 		newCA = func() (*egress.CA, error) { return egress.NewCAUntil(until) }
 	}

@@ -16,14 +16,16 @@ import (
 )
 
 // sandbox is a box.Sandbox as sessions make it; it is its Sandbox's
-// Parts. A session never shares a shim: box.NoParts answers for that.
+// Parts, SessionParts. A session never shares a shim (it would outlive
+// the shim's recycling): it has no WarmParts.
 type sandbox struct {
 	*box.Sandbox
-	box.NoParts
 	r *Layer
 	// session: the sandbox is a session's, which lives across calls.
 	session *sessionMeta
 }
+
+var _ box.SessionParts = (*sandbox)(nil)
 
 // newSandbox returns a session's sandbox for a normalized request, in
 // state new.

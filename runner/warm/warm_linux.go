@@ -9,7 +9,6 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
@@ -56,7 +55,8 @@ func (w *Warm) Close() {
 }
 
 // Sandbox is a box.Sandbox as the warm layer makes it: a run's, a
-// pre-created one, a standby or an anchor; it is its Sandbox's Parts.
+// pre-created one, a standby or an anchor; it is its Sandbox's Parts,
+// WarmParts.
 type Sandbox struct {
 	*box.Sandbox
 	w *Warm
@@ -71,6 +71,8 @@ type Sandbox struct {
 	// standby: the labels of a CLI's standby (see standby_linux.go).
 	standby map[string]string
 }
+
+var _ box.WarmParts = (*Sandbox)(nil)
 
 // NewSandbox returns a sandbox for a normalized request, in state new.
 func (w *Warm) NewSandbox(id string, req contract.Request, gate bool) *Sandbox {
@@ -147,15 +149,6 @@ func (w *Warm) removeAnchorRecord(ctx context.Context, id string) error {
 	return nil
 }
 
-// Files: a warm sandbox has a run's workspace.
-func (sb *Sandbox) Files(*box.Sandbox, uint32, uint32) (bool, error) { return false, nil }
-
-// Loopback does nothing: the runtime makes the network namespace.
-func (sb *Sandbox) Loopback(*box.Sandbox) error { return nil }
-
-// CAUntil is egress.NewCA's default.
-func (sb *Sandbox) CAUntil() time.Time { return time.Time{} }
-
 // Shape labels an anchor's or a standby's spec.
 func (sb *Sandbox) Shape(_ *box.Sandbox, _ *specs.Spec, labels map[string]string) error {
 	if sb.anchor {
@@ -164,9 +157,6 @@ func (sb *Sandbox) Shape(_ *box.Sandbox, _ *specs.Spec, labels map[string]string
 	maps.Copy(labels, sb.standby)
 	return nil
 }
-
-// Netstack is off.
-func (sb *Sandbox) Netstack() bool { return false }
 
 // Streams: an anchor's first process only keeps it alive; a standby's
 // are the FIFOs of the run that claims it.
@@ -181,9 +171,6 @@ func (sb *Sandbox) Streams(*box.Sandbox) cio.Creator {
 	}
 	return nil
 }
-
-// Restore is none: only a session is restored.
-func (sb *Sandbox) Restore() []containerd.NewTaskOpts { return nil }
 
 // Detached: a standby's streams are the claiming run's (see fifosOnly).
 func (sb *Sandbox) Detached() bool { return sb.standby != nil }
