@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/boxer-dev/boxer/cgroups"
@@ -52,13 +53,31 @@ func (r *Layer) PauseSession(ctx context.Context, id, caller string) (_ contract
 	if s.labels, err = s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: strconv.FormatInt(time.Now().Unix(), 10)}); err != nil {
 		return contract.Session{}, fmt.Errorf("marking session %s paused: %w", id, err)
 	}
-	if err := task.Pause(opCtx); err != nil {
+	if err := pauseTask(opCtx, task); err != nil {
 		if _, lerr := s.c.SetLabels(opCtx, map[string]string{reaper.LabelSessionPaused: ""}); lerr != nil {
 			log.G(ctx).WithError(lerr).Warnf("unmarking session %s paused", id)
 		}
 		return contract.Session{}, &box.RuntimeError{Step: "pausing session", Err: err}
 	}
 	return s.info(), nil
+}
+
+// pauseAttempts bounds how often pauseTask tries: runc's cgroup v1
+// freezer gives up ("unable to freeze") on a sandbox whose processes are
+// still starting (an interpreter just launched, a fork under way), and
+// thaws it again; a moment later it freezes.
+const pauseAttempts = 5
+
+// pauseTask freezes task, trying again after a freezer that gave up.
+func pauseTask(ctx context.Context, task containerd.Task) error {
+	var b box.RetryBackoff
+	for i := 1; ; i++ {
+		err := task.Pause(ctx)
+		if err == nil || i == pauseAttempts || !strings.Contains(err.Error(), "unable to freeze") {
+			return err
+		}
+		b.Wait(ctx)
+	}
 }
 
 // ResumeSession thaws session id of caller ("" for any): its processes go
