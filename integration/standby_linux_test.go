@@ -87,6 +87,25 @@ func endStandbys(t *testing.T) {
 	}
 }
 
+// waitStandbyAlone waits until the last runs' makers are done: their
+// runs' sandboxes removed and one standby made and ready, so that a
+// SIGTERM (endStandbys) finds each maker's handlers set up (one killed
+// before would leave its sandbox to the next boxer command's reaper).
+func waitStandbyAlone(t *testing.T) {
+	t.Helper()
+	waitStandbys(t, 1)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cs, err := client.Containers(context.Background())
+		must(t, err)
+		if len(cs) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sandboxes 20 s after the runs, want the standby alone", len(cs))
+		}
+	}
+}
+
 // claimed says whether a run's --debug log says it took a standby.
 func claimed(r run) bool { return strings.Contains(r.stderr, "claimed standby") }
 
@@ -182,17 +201,7 @@ func TestStandbyRace(t *testing.T) {
 	// set up its handlers would kill it, leaving its run's sandbox to the
 	// next boxer command's reaper: wait until the runs' sandboxes are
 	// gone and only the standby is left.
-	waitStandbys(t, 1)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		cs, err := client.Containers(context.Background())
-		must(t, err)
-		if len(cs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sandboxes 20 s after the last round, want the standby alone", len(cs))
-		}
-	}
+	waitStandbyAlone(t)
 	endStandbys(t)
 	assertClean(t)
 }
@@ -244,17 +253,7 @@ func TestConcurrentRunsReapNothing(t *testing.T) {
 	// The last runs' makers remove their runs' sandboxes: a SIGTERM
 	// before a maker has set up its handlers would kill it, leaving its
 	// run's sandbox to the next boxer command's reaper.
-	waitStandbys(t, 1)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		cs, err := client.Containers(ctx)
-		must(t, err)
-		if len(cs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sandboxes 20 s after the runs, want the standby only", len(cs))
-		}
-	}
+	waitStandbyAlone(t)
 	endStandbys(t)
 	time.Sleep(time.Second) // the last events
 	mu.Lock()

@@ -129,6 +129,9 @@ func TestStandbyMakersDoNotPileUp(t *testing.T) {
 					t.Fatalf("maker %d alive 5 s after its standby %s was taken", maker, standby)
 				}
 			}
+			// That run's maker makes the next standby: the cleanup's
+			// SIGTERM must not find it half made.
+			waitStandbyAlone(t)
 		})
 	}
 }
