@@ -93,11 +93,40 @@ func TestFaultContainerdKilledMidRun(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			cmd := exec.Command(boxerBin, "--namespace", namespace, "run", "--runtime", rt, "--lang", "bash", "-c", "echo started; sleep 60; echo finished")
 			cmd.Env = testEnv
-			var out, errb strings.Builder
-			cmd.Stdout, cmd.Stderr = &out, &errb
+			var errb strings.Builder
+			pr, pw, err := os.Pipe()
+			must(t, err)
+			cmd.Stdout, cmd.Stderr = pw, &errb
 			must(t, cmd.Start())
-			waitForTask(t)
-			time.Sleep(300 * time.Millisecond) // the program is in its sleep
+			pw.Close()
+			// The program is in its sleep once it has said so (a fixed
+			// wait was too short for gVisor under load).
+			out := make(chan string, 1)
+			started := make(chan struct{})
+			go func() {
+				var b bytes.Buffer
+				buf := make([]byte, 4096)
+				said := false
+				for {
+					n, err := pr.Read(buf)
+					b.Write(buf[:n])
+					if !said && bytes.Contains(b.Bytes(), []byte("started\n")) {
+						said = true
+						close(started)
+					}
+					if err != nil {
+						pr.Close()
+						out <- b.String()
+						return
+					}
+				}
+			}()
+			select {
+			case <-started:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("the program did not start in 60 s: %s", errb.String())
+			}
 			killContainerd(t)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -108,7 +137,7 @@ func TestFaultContainerdKilledMidRun(t *testing.T) {
 				<-done
 				t.Fatalf("boxer run still waiting 30 s after containerd died: %s", errb.String())
 			}
-			r := run{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+			r := run{code: cmd.ProcessState.ExitCode(), stdout: <-out, stderr: errb.String()}
 			oneLineFault(t, r, "containerd at ", "stopped answering", "starts it again", "run again")
 			if !strings.Contains(r.stdout, "started") || strings.Contains(r.stdout, "finished") {
 				t.Errorf("stdout = %q", r.stdout)

@@ -291,13 +291,16 @@ func auditNames(t *testing.T, n *fleetNode, id, who string) bool {
 	return false
 }
 
-// forwardLine reports whether n's audit log has a request_forwarded line
+// forwardLine reports whether n's audit log has, or gets within 10 s (the
+// line is written once the answer has gone back), a request_forwarded line
 // for session id from who, sent to a member and answered code.
 func forwardLine(t *testing.T, n *fleetNode, id, who string, code int) bool {
 	t.Helper()
-	for _, l := range n.auditLines(t) {
-		if l["event"] == "request_forwarded" && l["session"] == id && strings.HasPrefix(fmt.Sprint(l["caller"]), who) && l["member"] != nil && l["http_status"] == float64(code) {
-			return true
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, l := range n.auditLines(t) {
+			if l["event"] == "request_forwarded" && l["session"] == id && strings.HasPrefix(fmt.Sprint(l["caller"]), who) && l["member"] != nil && l["http_status"] == float64(code) {
+				return true
+			}
 		}
 	}
 	return false

@@ -68,8 +68,9 @@ time.sleep(6)
 // TestUsernsCounters: two sandboxes of the same user at once each get the
 // kernel's per-user limits whole: 128 inotify instances, RLIMIT_SIGPENDING
 // pending signals, fs.pipe-user-pages-soft pages of pipe buffers. With
-// --userns=host (boxer before user namespaces) the second gets what the
-// first left of each.
+// --userns=host (boxer before user namespaces) the two share each: what
+// they got adds up to one limit at most (under load the second may start
+// before the first has taken all).
 func TestUsernsCounters(t *testing.T) {
 	soft, err := os.ReadFile("/proc/sys/fs/pipe-user-pages-soft")
 	must(t, err)
@@ -114,8 +115,8 @@ func TestUsernsCounters(t *testing.T) {
 							t.Errorf("sandbox %d got %d %s, want %d (its own)", i, got[i][j], name, want[j])
 						}
 					}
-				} else if got[0][j] != want[j] || got[1][j] >= want[j] {
-					t.Errorf("with --userns=host the sandboxes got %d and %d %s, want %d and less (the counter is shared)", got[0][j], got[1][j], name, want[j])
+				} else if sum := got[0][j] + got[1][j]; sum > want[j] || sum == 0 {
+					t.Errorf("with --userns=host the sandboxes got %d and %d %s, want %d between them (the counter is shared)", got[0][j], got[1][j], name, want[j])
 				}
 			}
 			t.Logf("%s: sandboxes got (inotify instances, pending signals, pipes of 1 MiB) %v, limits %v", mode, got, want)
