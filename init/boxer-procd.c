@@ -418,11 +418,13 @@ int main(int argc, char **argv)
 	}
 	/* A signal ignored by whatever started boxer-procd is not ignored by
 	 * its processes, as a runtime's exec's are not (execve keeps an
-	 * ignored signal ignored): once here, not in each child. */
+	 * ignored signal ignored): once here, not in each child. Through the
+	 * kernel's call, not musl's, which refuses its own signals (32 to
+	 * 34); the kernel's struct opens with the handler on every arch. */
 	for (int sig = 1; sig < NSIG; sig++) {
-		struct sigaction old;
-		if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-			signal(sig, SIG_DFL);
+		unsigned long old[4] = {0}, dfl[4] = {0};
+		if (syscall(SYS_rt_sigaction, sig, NULL, old, (NSIG - 1) / 8) == 0 && old[0] == (unsigned long)SIG_IGN)
+			syscall(SYS_rt_sigaction, sig, dfl, NULL, (NSIG - 1) / 8);
 	}
 	/* SIGCHLD, and SIGTERM, SIGINT and SIGHUP (which end boxer-procd and
 	 * its processes, which would otherwise outlive it), are taken only
