@@ -28,26 +28,7 @@ func TestLongStart(t *testing.T) {
 // raw: a start over 256 KiB fails once, whatever more of it comes; a
 // malformed start fails; a start half sent and left behind is dropped.
 func TestRawStarts(t *testing.T) {
-	s := startServer(t)
-	send := func(kind byte, id uint32, payload []byte) {
-		t.Helper()
-		b := make([]byte, HeaderLen+len(payload))
-		header(b, kind, 0, id, len(payload))
-		copy(b[HeaderLen:], payload)
-		if _, err := s.in.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := bufio.NewReader(s.out)
-	buf := make([]byte, MaxPayload)
-	next := func() frame {
-		t.Helper()
-		f, err := readFrame(r, buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	send, next := rawServer(t)
 	send(kindHello, 0, make([]byte, helloLen))
 	if f := next(); f.kind != kindHelloReply {
 		t.Fatalf("kind %#x, want a hello-reply", f.kind)
@@ -84,26 +65,7 @@ func TestRawStarts(t *testing.T) {
 // whatever its client asks: the next start fails, and a release makes
 // room again.
 func TestServerMaxProcs(t *testing.T) {
-	s := startServer(t)
-	send := func(kind byte, id uint32, payload []byte) {
-		t.Helper()
-		b := make([]byte, HeaderLen+len(payload))
-		header(b, kind, 0, id, len(payload))
-		copy(b[HeaderLen:], payload)
-		if _, err := s.in.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r := bufio.NewReader(s.out)
-	buf := make([]byte, MaxPayload)
-	next := func() frame {
-		t.Helper()
-		f, err := readFrame(r, buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	send, next := rawServer(t)
 	send(kindHello, 0, make([]byte, helloLen))
 	next()
 	sleep, err := encodeSpec(Spec{Args: []string{"sleep", "100"}, Env: env})
@@ -133,4 +95,30 @@ func TestServerMaxProcs(t *testing.T) {
 	if f := next(); f.kind != kindStarted || f.id != 1000 {
 		t.Fatalf("a start after a release: kind %#x id %d %q", f.kind, f.id, f.payload)
 	}
+}
+
+// rawServer starts a server and speaks to it without a client: send
+// writes one frame, next reads one.
+func rawServer(t *testing.T) (send func(kind byte, id uint32, payload []byte), next func() frame) {
+	s := startServer(t)
+	send = func(kind byte, id uint32, payload []byte) {
+		t.Helper()
+		b := make([]byte, HeaderLen+len(payload))
+		header(b, kind, 0, id, len(payload))
+		copy(b[HeaderLen:], payload)
+		if _, err := s.in.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := bufio.NewReader(s.out)
+	buf := make([]byte, MaxPayload)
+	next = func() frame {
+		t.Helper()
+		f, err := readFrame(r, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	return send, next
 }
