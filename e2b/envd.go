@@ -161,6 +161,9 @@ func rpcError(err error) error {
 		return err
 	case errors.Is(err, context.Canceled):
 		return connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		// A command's own timeout: E2B's SDKs make it a TimeoutError.
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	case errors.Is(err, runner.ErrSessionNotFound), errors.As(err, &ended):
 		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("the sandbox is not running: %w", err))
 	case errors.Is(err, runner.ErrProcessNotFound), errors.Is(err, runner.ErrFileNotFound):

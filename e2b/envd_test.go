@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -105,6 +106,7 @@ func TestRPCError(t *testing.T) {
 		{&runner.SessionEndedError{ID: "bxs-1", Reason: "expired"}, connect.CodeUnavailable},
 		{&runner.FieldError{Field: "path", Message: "is bad"}, connect.CodeInvalidArgument},
 		{&runner.FieldError{Field: "path", Message: "is not allowed", Forbidden: true}, connect.CodePermissionDenied},
+		{fmt.Errorf("running: %w", context.DeadlineExceeded), connect.CodeDeadlineExceeded},
 		{errors.New("something else"), connect.CodeInternal},
 	}
 	for _, tc := range tests {
