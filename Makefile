@@ -207,7 +207,8 @@ kube:
 # with an image of boxer built from this checkout, runs the fleet's tests
 # through the Services (deploy/kubernetes/cluster/cluster_test.go) and
 # removes the cluster, pass or fail (docs/fleet.md: Tested on a real cluster).
-test-cluster: deps kube
+# After 'make deps': the nodes run its containerd, runc and runsc.
+test-cluster: kube
 	KUBE_BIN=$(KUBE_BIN) COREDNS_BIN=$(COREDNS_BIN) ETCD_DIR=$(ETCD_DIR) CNI_DIR=$(CNI_DIR) NFT_DIR=$(NFT_DIR) \
 		LIBEXEC=$(LIBEXEC) deploy/kubernetes/cluster/cluster.sh test
 
