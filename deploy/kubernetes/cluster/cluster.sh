@@ -349,7 +349,9 @@ EOF
 	kubectl_ create namespace boxer --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
 	kubectl_ -n boxer create secret generic boxer-token \
 		--from-literal=token="$(openssl rand -hex 32)" --from-literal=fleet-key="$(openssl rand -hex 32)" >/dev/null
-	kubectl_ apply -k "$here/overlay" >/dev/null
+	mkdir -p "$W/kustomize/base"
+	cp "$here"/../*.yaml "$W/kustomize/base/" && cp -r "$here/overlay" "$W/kustomize/"
+	kubectl_ apply -k "$W/kustomize/overlay" >/dev/null
 	wait_for 300 "CoreDNS Ready" kubectl_ -n kube-system rollout status deploy/coredns --timeout=1s
 	wait_for 600 "boxer's pods Ready" kubectl_ -n boxer rollout status ds/boxer --timeout=1s
 	wait_for 600 "boxer's runsc pods Ready" kubectl_ -n boxer rollout status ds/boxer-runsc --timeout=1s
