@@ -74,6 +74,18 @@ if [ "$node" = n1 ]; then
 		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 		--service-account-key-file="$p/sa.pub" --service-account-signing-key-file="$p/sa.key" \
 		--authorization-mode=Node,RBAC --allow-privileged=true >"$log/kube-apiserver.log" 2>&1 &
+fi
+
+# The rest waits for the API server.
+for _ in $(seq 600); do
+	"$KUBE_BIN/kubectl" --kubeconfig="$W/pki/admin.kubeconfig" get --raw=/readyz >/dev/null 2>&1 && break
+	sleep 0.2
+done
+# The controller manager and scheduler only once the API server has made
+# its RBAC roles: started with it, the controller manager exits at once,
+# forbidden to read extension-apiserver-authentication.
+if [ "$node" = n1 ]; then
+	p=$W/pki
 	"$KUBE_BIN/kube-controller-manager" --kubeconfig="$p/kcm.kubeconfig" \
 		--authentication-kubeconfig="$p/kcm.kubeconfig" --authorization-kubeconfig="$p/kcm.kubeconfig" \
 		--service-account-private-key-file="$p/sa.key" --root-ca-file="$p/ca.crt" \
@@ -83,12 +95,6 @@ if [ "$node" = n1 ]; then
 		--authentication-kubeconfig="$p/scheduler.kubeconfig" --authorization-kubeconfig="$p/scheduler.kubeconfig" \
 		--leader-elect=false --bind-address=127.0.0.1 >"$log/kube-scheduler.log" 2>&1 &
 fi
-
-# The kubelet and kube-proxy wait for the API server.
-for _ in $(seq 600); do
-	"$KUBE_BIN/kubectl" --kubeconfig="$W/pki/admin.kubeconfig" get --raw=/readyz >/dev/null 2>&1 && break
-	sleep 0.2
-done
 "$KUBE_BIN/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$W/pki/node-$node.kubeconfig" \
 	--hostname-override="$node" --node-ip="$(node_ip "$node")" --node-labels="$(node_labels "$node")" \
 	>"$log/kubelet.log" 2>&1 &
