@@ -85,7 +85,7 @@ cgroup_dirs() {
 }
 
 down() {
-	local n u pid i
+	local n u pid i t0=$SECONDS
 	for n in $NODES; do
 		u=$(unshare_pid "$n")
 		[ -n "$u" ] || continue
@@ -96,6 +96,7 @@ down() {
 		for i in $(seq 100); do [ -d /proc/$u ] || break; sleep 0.1; done
 		[ -d /proc/$u ] && kill -9 "$u" 2>/dev/null || true
 	done
+	[ -d "$W" ] && say "down: processes ended in $((SECONDS - t0))s"
 	for n in $NODES; do
 		ip netns del "$(ns $n)" 2>/dev/null || true
 	done
@@ -116,7 +117,9 @@ down() {
 			grep " $W/" /proc/self/mountinfo >&2
 			return 1
 		fi
+		say "down: cgroups removed in $((SECONDS - t0))s"
 		rm -rf --one-file-system "$W"
+		say "down: files removed in $((SECONDS - t0))s"
 	fi
 }
 
@@ -321,7 +324,7 @@ wait_for() { # wait_for SECONDS WHAT CMD...
 }
 
 up() {
-	local t0=$SECONDS n
+	local t0=$SECONDS n a
 	down
 	mkdir -p "$W"
 	chmod 0700 "$W"
@@ -331,6 +334,7 @@ LIBEXEC=$LIBEXEC
 KUBE_BIN=$KUBE_BIN
 ETCD_DIR=$ETCD_DIR
 N1_IP=$N1_IP
+N2_IP=$N2_IP
 SERVICE_CIDR=$SERVICE_CIDR
 KUBELET_SYSCTLS="$KUBELET_SYSCTLS"
 $(declare -f node_ip node_labels)
@@ -344,6 +348,10 @@ EOF
 	images
 	say "images imported in $((SECONDS - t0))s"
 	for n in $NODES; do wait_for 300 "node $n Ready" kubectl_ wait --for=condition=Ready "node/$n" --timeout=1s; done
+	for n in $NODES; do
+		a=$(kubectl_ get node "$n" -o 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')
+		[ "$a" = "$(node_ip "$n")" ] || { echo "cluster: node $n's InternalIP is '$a', not $(node_ip "$n")" >&2; return 1; }
+	done
 	say "nodes Ready in $((SECONDS - t0))s"
 	kubectl_ apply -f "$here/coredns.yaml" >/dev/null
 	kubectl_ create namespace boxer --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null

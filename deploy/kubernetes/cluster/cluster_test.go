@@ -182,6 +182,49 @@ func boxerPod(t *testing.T, ds, node string) (name, container string, restarts i
 	return
 }
 
+// waitPod waits up to 3 minutes for the pool's pod on node that is not
+// old to be Ready, and returns its name.
+func waitPod(t *testing.T, ds, node, old string) string {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		out, err := exec.Command(os.Getenv("BOXER_CLUSTER"), "kubectl", "-n", "boxer", "get", "pods", "-l", "app.kubernetes.io/name=boxer",
+			"--field-selector", "spec.nodeName="+node,
+			"-o", `jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`).Output()
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); err == nil && len(f) == 2 && f[0] != old && strings.HasPrefix(f[0], ds+"-") && f[1] == "True" {
+				return f[0]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Ready pod of %s on %s but %s within 3 minutes: %v %s", ds, node, old, err, out)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitServed waits up to a minute for base to answer /healthz with 200:
+// its Service has a Ready pod behind it and kube-proxy knows it.
+func (f fleet) waitServed(t *testing.T, base string) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := c.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/healthz: not 200 within a minute: %v", base, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // TestClusterSessionOutlivesKill SIGKILLs the boxer serve of the pod that
 // holds a session; the kubelet starts it again and the session is still
 // there, with its files, through either node.
@@ -205,6 +248,7 @@ func TestClusterSessionOutlivesKill(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
+	f.waitServed(t, f.runc)
 	for _, base := range []string{f.runc, f.runsc} {
 		if got := f.run(t, base, "/v1/sessions/"+id+"/runs", map[string]any{"code": "print(open('/workspace/mark').read())"}); got != "before the kill" {
 			t.Errorf("the session after its server's SIGKILL, through %s: %q, want %q", base, got, "before the kill")
@@ -255,7 +299,12 @@ func TestClusterDrain(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("the drained pod stopped %.1fs after its last session was removed", time.Since(start).Seconds())
-	kubectl(t, "-n", "boxer", "rollout", "status", "ds/boxer-runsc", "--timeout=5m")
+	// The DaemonSet's next pod, Ready and behind the Service: a rollout
+	// status says done as soon as the old pod is gone (the template did
+	// not change), before the Service has the new one.
+	next := waitPod(t, "boxer-runsc", "n2", pod)
+	f.waitServed(t, f.runsc)
+	t.Logf("the next pod, %s, is Ready and served %.1fs after its last session was removed", next, time.Since(start).Seconds())
 	if got := f.run(t, f.runsc, "/v1/runs", map[string]any{"lang": "python", "code": "print('new pod')"}); got != "new pod" {
 		t.Errorf("a run on the runsc pool's new pod: %q", got)
 	}

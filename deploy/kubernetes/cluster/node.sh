@@ -14,6 +14,10 @@ log=$nd/log
 mkdir -p "$log"
 exec >>"$log/node.log" 2>&1
 echo "node $node: PID $$ in its namespaces"
+# The node's address, given to the kubelet: found by itself it would look
+# for a default route, which no node has (n2 once ran with no INTERNAL-IP).
+ip=$(node_ip "$node")
+[ -n "$ip" ] || { echo "node $node: no address in $2/cluster.env"; exit 1; }
 
 hostname "boxer-$node"
 # Nothing mounted here reaches the host (unshare made every mount private).
@@ -96,7 +100,7 @@ if [ "$node" = n1 ]; then
 		--leader-elect=false --bind-address=127.0.0.1 >"$log/kube-scheduler.log" 2>&1 &
 fi
 "$KUBE_BIN/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$W/pki/node-$node.kubeconfig" \
-	--hostname-override="$node" --node-ip="$(node_ip "$node")" --node-labels="$(node_labels "$node")" \
+	--hostname-override="$node" --node-ip="$ip" --node-labels="$(node_labels "$node")" \
 	>"$log/kubelet.log" 2>&1 &
 "$KUBE_BIN/kube-proxy" --config="$nd/kube-proxy.yaml" >"$log/kube-proxy.log" 2>&1 &
 
