@@ -172,6 +172,13 @@ NFT_DIR         := $(KUBE_CACHE)/nftables-$(NFT_DEB)
 KUBE_LDFLAGS    := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(word 1,$(subst ., ,$(KUBE_MINOR))) -X $(p).gitTreeState=clean)
 kube:
+	@missing=""; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	if [ -n "$$missing" ]; then \
+		echo "==> apt-get install$$missing (test-cluster's network and certificates)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 	@[ -e $(KUBE_BIN)/.done ] || { \
 		echo "==> building Kubernetes $(KUBE_VERSION) into $(KUBE_BIN) (about 7 minutes of two cores)"; \
 		rm -rf $(KUBE_BIN) && mkdir -p $(KUBE_BIN) && cd deploy/kubernetes/cluster/build/kube && \

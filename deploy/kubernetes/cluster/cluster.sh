@@ -118,7 +118,13 @@ down() {
 			return 1
 		fi
 		say "down: cgroups removed in $((SECONDS - t0))s"
+		if mountpoint -q "$W"; then umount "$W" || return 1; fi
 		rm -rf --one-file-system "$W"
+	fi
+	if [ -e "$W.img" ]; then
+		local l
+		for l in $(losetup -j "$W.img" -O NAME -n); do losetup -d "$l" || true; done
+		rm -f "$W.img"
 		say "down: files removed in $((SECONDS - t0))s"
 	fi
 }
@@ -327,6 +333,14 @@ up() {
 	local t0=$SECONDS n a
 	down
 	mkdir -p "$W"
+	# The cluster's files (etcd, the nodes' containerd with boxer's
+	# images, about 4 GB a node, and logs) live on a file system of their
+	# own, in the sparse file $W.img: down unmounts it and removes one
+	# file. Removed file by file from this host's disk (ext4 mounted with
+	# discard) they took 11 minutes; on a tmpfs they held 8 GB of memory.
+	truncate -s 24G "$W.img"
+	mkfs.ext4 -q -F -O ^has_journal -E nodiscard,lazy_itable_init=1 "$W.img"
+	mount -o loop,noinit_itable "$W.img" "$W"
 	chmod 0700 "$W"
 	cat >"$W/cluster.env" <<EOF
 W=$W
@@ -378,6 +392,8 @@ host_state() {
 	ip netns list | grep boxer-cluster || true
 	ip -o link show cni0 2>/dev/null || true
 	grep -E "boxer-cluster|$W" /proc/self/mountinfo || true
+	losetup -j "$W.img" 2>/dev/null || true
+	if [ -e "$W.img" ]; then echo "$W.img"; fi
 	while read -r d base; do [ -d "$d$base/boxer-cluster" ] && echo "cgroup $d$base/boxer-cluster"; done < <(cgroup_dirs)
 	pgrep -a -f "$W/|boxer-cluster" | grep -v -e pgrep -e cluster.sh || true
 }
