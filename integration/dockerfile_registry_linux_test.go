@@ -86,7 +86,7 @@ func TestDockerfileFromRegistry(t *testing.T) {
 	if _, err := client.GetImage(ctx, ref); err == nil {
 		t.Fatalf("%s is stored before the build: the test would not see it pulled", ref)
 	}
-	df := "FROM " + ref + "\nCOPY hello.txt /hello.txt\nCMD [\"/cat\", \"/hello.txt\"]\n"
+	df := "FROM " + ref + "\nCOPY hello.txt /hello.txt\nCMD [\"/hello\", \"/hello.txt\"]\n"
 	dir := buildDir(t, df, map[string]string{"hello.txt": "hello-" + tok + "\n"})
 	name := "dfreg" + tok
 	if r := dfBuild(t, nil, name, dir); r.code != 125 || !strings.Contains(r.stderr, "Dockerfile:1: FROM "+ref) {
