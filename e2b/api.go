@@ -71,8 +71,9 @@ func (s *Server) controlPlane() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/resume", s.handleConnect)
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
 	mux.HandleFunc("PUT /sandboxes/{id}/network", s.handleNetwork)
-	mux.HandleFunc("GET /templates/aliases/{alias}", handleAlias)
+	mux.HandleFunc("GET /templates/aliases/{alias}", s.handleAlias)
 	mux.HandleFunc("GET /templates", s.handleTemplates)
+	s.buildRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if feature := unsupportedFeature(r.URL.Path); feature != "" {
 			writeError(w, http.StatusNotImplemented, fmt.Sprintf("%s %s: %s is not supported by boxer's E2B API (docs/e2b.md says what is)", r.Method, quote.Cut(r.URL.Path), feature))
@@ -212,8 +213,14 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		tmpl = "base"
 	}
 	lang, image, ok := templateOf(tmpl)
-	if !ok {
-		return nil, &badField{"templateID", fmt.Sprintf("no template %q here: boxer's templates are base, code-interpreter-v1, its presets (%s) and its images by reference ('boxer image list')", tmpl, strings.Join(runner.PresetNames(), ", "))}
+	own, mine := s.tmpl.view(caller, tmpl)
+	switch {
+	case mine && own.Image == "":
+		return nil, &badField{"templateID", fmt.Sprintf("template %q has no good build yet", tmpl)}
+	case mine:
+		lang, image = "bash", own.Image
+	case !ok:
+		return nil, &templateNotFound{tmpl}
 	}
 	timeout := defaultTimeout
 	if body.Timeout != nil {
@@ -283,6 +290,14 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	s.mu.Lock()
 	s.boxes[sb.ID] = sb
 	s.mu.Unlock()
+	if mine && own.StartCmd != "" {
+		if err := s.startTemplate(ctx, sb, &own); err != nil {
+			disarm(sb)
+			_ = s.runner.RemoveSession(context.WithoutCancel(ctx), sb.ID, caller)
+			s.forget(sb.ID)
+			return nil, err
+		}
+	}
 	s.persist(sb)
 	return sb, nil
 }
@@ -421,9 +436,12 @@ func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 	var bf *badField
 	var fe *runner.FieldError
 	var le *runner.LimitError
+	var tn *templateNotFound
 	switch {
 	case errors.As(err, &bf):
 		writeError(w, http.StatusBadRequest, bf.Error())
+	case errors.As(err, &tn):
+		writeError(w, http.StatusNotFound, tn.Error())
 	case errors.Is(err, runner.ErrSessionNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
 	case errors.As(err, &fe):

@@ -10,8 +10,9 @@ import (
 
 // E2B's template list (GET /templates, what `e2b template list` shows):
 // boxer's templates are its presets, each under its own name and E2B's
-// names for it (base, code-interpreter-v1). Building, deleting and
-// publishing templates stay E2B's (501, api_unsupported.go).
+// names for it (base, code-interpreter-v1), and the caller's own, built
+// through this server (build.go). Deleting and publishing templates stay
+// E2B's (501, api_unsupported.go).
 
 // handleTemplates lists boxer's templates as E2B's Template objects, the
 // figures those a sandbox of each gets (the server's defaults within its
@@ -52,6 +53,24 @@ func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) {
 			// server that serves it.
 			"createdAt":     s.started.UTC().Format(time.RFC3339),
 			"updatedAt":     s.started.UTC().Format(time.RFC3339),
+			"createdBy":     nil,
+			"lastSpawnedAt": nil,
+		})
+	}
+	for _, t := range s.tmpl.list(callerOf(r)) {
+		out = append(out, map[string]any{
+			"templateID":    t.ID,
+			"buildID":       t.build.ID,
+			"buildStatus":   t.build.status,
+			"aliases":       []string{t.Alias},
+			"names":         []string{t.Alias},
+			"public":        false,
+			"cpuCount":      t.CPUs,
+			"memoryMB":      t.MemoryMB,
+			"diskSizeMB":    0,
+			"envdVersion":   EnvdVersion,
+			"createdAt":     t.Created.UTC().Format(time.RFC3339),
+			"updatedAt":     or(t.Updated, t.Created).UTC().Format(time.RFC3339),
 			"createdBy":     nil,
 			"lastSpawnedAt": nil,
 		})

@@ -26,15 +26,11 @@ var unsupportedPaths = []struct{ pattern, feature string }{
 	{"/snapshots", "snapshots"},
 	{"/templates", "templates"},
 	{"/v2/templates", "templates"},
-	{"/v3/templates", "templates"},
 	{"/templates/tags", "template tags"},
 	{"/templates/*", "templates"},
 	{"/v2/templates/*", "templates"},
 	{"/templates/*/tags", "template tags"},
-	{"/templates/*/files/*", "template builds"},
 	{"/templates/*/builds/*", "template builds"},
-	{"/v2/templates/*/builds/*", "template builds"},
-	{"/templates/*/builds/*/status", "template builds"},
 	{"/templates/*/builds/*/logs", "template builds"},
 	{"/nodes", "nodes (E2B's cluster)"},
 	{"/nodes/*", "nodes (E2B's cluster)"},
@@ -77,10 +73,17 @@ func unsupportedFeature(path string) string {
 }
 
 // handleAlias says whether a template exists by its alias
-// (Template.exists()): boxer's templates are its presets and E2B's names
-// for them; an image by reference is a template too, but no alias.
-func handleAlias(w http.ResponseWriter, r *http.Request) {
+// (Template.exists()): boxer's templates are its presets, E2B's names
+// for them and the caller's own that built; an image by reference is a
+// template too, but no alias.
+func (s *Server) handleAlias(w http.ResponseWriter, r *http.Request) {
 	alias := r.PathValue("alias")
+	// One of the caller's exists once a build of it is good: a
+	// client that asks before it creates (Mastra's) builds it again.
+	if t, ok := s.tmpl.view(callerOf(r), alias); ok && t.Image != "" {
+		writeJSON(w, http.StatusOK, map[string]any{"templateID": t.ID, "public": false})
+		return
+	}
 	if _, image, ok := templateOf(alias); ok && image == "" {
 		writeJSON(w, http.StatusOK, map[string]any{"templateID": alias, "public": true})
 		return

@@ -82,6 +82,18 @@ type Config struct {
 	// Warn gets what goes wrong beside a request (a record not kept);
 	// nil: standard error.
 	Warn func(error)
+	// Build, if set, builds templates (Template.build, build.go): the
+	// server's image builder; nil: template builds are refused (501).
+	Build Builder
+	// BuildAllowHosts is what a template's steps may reach (the
+	// operator's build allowlist); empty: no network.
+	BuildAllowHosts []string
+	// BuildDir holds the builds' uploads and contexts while they build;
+	// empty: a temporary directory.
+	BuildDir string
+	// MaxUpload bounds what one key's template files (copy's uploads)
+	// take on the server at once; 0: DefaultMaxUpload.
+	MaxUpload int64
 }
 
 // keyForm is E2B's API key form, which the SDKs check before sending one.
@@ -132,6 +144,8 @@ type Server struct {
 	records *records
 	// pruned is when pruneGone last looked.
 	pruned time.Time
+	// tmpl holds the templates built through this server (build.go).
+	tmpl templateStore
 }
 
 // sandbox is E2B's view of one session.
@@ -189,6 +203,7 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("the default network must be %q or %q, not %q", DefaultNetworkNone, DefaultNetworkAllowlist, cfg.DefaultNetwork)
 	}
 	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}, started: time.Now()}
+	s.tmpl.dir = cfg.BuildDir
 	for _, k := range cfg.Keys {
 		if err := CheckKey(k); err != nil {
 			return nil, err

@@ -37,6 +37,11 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		if !ok {
+			if strings.HasPrefix(r.URL.Path, uploadPrefix) {
+				// Its token, in the URL, is its authentication.
+				s.handleUpload(w, r)
+				return
+			}
 			control.ServeHTTP(w, r)
 			return
 		}

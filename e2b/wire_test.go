@@ -35,7 +35,7 @@ func TestWireLimits(t *testing.T) {
 		{"Stat of a long path outside", "/filesystem.Filesystem/Stat", EnvdPort, big(`{"path":"/etc/`, 900<<10), http.StatusForbidden, []string{"permission_denied", "/etc/aaa", "bytes)"}},
 		{"execute over the cap", "/execute", InterpreterPort, big(`{"code":"`, 2<<20), http.StatusRequestEntityTooLarge, []string{"1048576", "--max-body"}},
 		{"create over the cap", "/v2/sandboxes", 0, big(`{"templateID":"`, 2<<20), http.StatusRequestEntityTooLarge, []string{"1048576", "--max-body"}},
-		{"create of a long template", "/v2/sandboxes", 0, big(`{"templateID":"`, 900<<10), http.StatusBadRequest, []string{"templateID", "aaa", "bytes)"}},
+		{"create of a long template", "/v2/sandboxes", 0, big(`{"templateID":"`, 900<<10), http.StatusNotFound, []string{"templateID", "aaa", "bytes)"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,6 +36,9 @@ type Step struct {
 	// *UserCommand, *ArgCommand, *CmdCommand, *EntrypointCommand or
 	// *LabelCommand.
 	Cmd instructions.Command
+	// User, if set, is who this RUN alone runs as (root, nobody or
+	// UID[:GID]): E2B's runCmd(cmd, {user}); otherwise the USER in force.
+	User string
 }
 
 // Unsupported is a Dockerfile line boxer refuses to build.
@@ -108,6 +111,29 @@ func Parse(name string, r io.Reader) (*Dockerfile, error) {
 		return nil, fmt.Errorf("%s: no FROM: a Dockerfile starts from an image", name)
 	}
 	return df, nil
+}
+
+// FromSteps makes a build of steps given as a list rather than a file
+// (E2B's template builds): from is the base image, each step's Line its
+// number in messages, and each is checked as Parse checks a line.
+func FromSteps(name, from string, steps []Step) (*Dockerfile, error) {
+	if from == "" {
+		return nil, fmt.Errorf("%s: no base image", name)
+	}
+	for _, s := range steps {
+		if why := check(s.Cmd); why != "" {
+			return nil, fmt.Errorf("%s:%d: %s: %s", name, s.Line, s.Text, why)
+		}
+		if _, isRun := s.Cmd.(*instructions.RunCommand); s.User != "" && !isRun {
+			return nil, fmt.Errorf("%s:%d: %s: a user of its own is for a RUN step", name, s.Line, s.Text)
+		}
+		if s.User != "" {
+			if _, err := numericUser(s.User); err != nil {
+				return nil, fmt.Errorf("%s:%d: %s: %w", name, s.Line, s.Text, err)
+			}
+		}
+	}
+	return &Dockerfile{Name: name, From: from, Steps: steps, Escape: '\\'}, nil
 }
 
 // check says why cmd cannot be built, or "".

@@ -43,6 +43,14 @@ const tailLines = 15
 // run runs a RUN step.
 func (b *builder) run(ctx context.Context, s Step, c *instructions.RunCommand) (bool, error) {
 	argv := runArgv(c.ShellDependantCmdLine)
+	user := b.st.stepUser
+	if s.User != "" {
+		u, err := numericUser(s.User)
+		if err != nil {
+			return false, err
+		}
+		user = u
+	}
 	env := sandbox.BuildEnv(b.st.argEnv(), b.st.config.Env)
 	cwd := b.st.config.WorkingDir
 	if cwd == "" {
@@ -52,17 +60,17 @@ func (b *builder) run(ctx context.Context, s Step, c *instructions.RunCommand) (
 		Argv, Env  []string
 		Cwd, User  string
 		AllowHosts []string
-	}{argv, env, cwd, b.st.stepUser, b.o.AllowHosts})
+	}{argv, env, cwd, user, b.o.AllowHosts})
 	b.key = stepKey(b.key, "RUN", string(what))
 	return b.layerStep(ctx, s.Text, func(ctx context.Context, active, upper string) error {
-		return b.sandbox(ctx, s, argv, env, cwd, active, upper)
+		return b.sandbox(ctx, s, argv, env, cwd, user, active, upper)
 	})
 }
 
-// sandbox runs argv as the step's user in a sandbox whose root is the
+// sandbox runs argv as user (uid:gid) in a sandbox whose root is the
 // snapshot active, and removes the sandbox whatever happens.
-func (b *builder) sandbox(ctx context.Context, s Step, argv, env []string, cwd, active, upper string) (retErr error) {
-	uid, gid, err := parseChown(b.st.stepUser)
+func (b *builder) sandbox(ctx context.Context, s Step, argv, env []string, cwd, user, active, upper string) (retErr error) {
+	uid, gid, err := parseChown(user)
 	if err != nil {
 		return err
 	}

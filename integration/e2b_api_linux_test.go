@@ -112,7 +112,7 @@ func TestE2BBadInput(t *testing.T) {
 	}
 	out := e.node(t, e.keys[0], e2bBadScript)
 	for _, want := range []string{
-		`template SandboxError 400: templateID: no template "no-such-template" here`,
+		`template SandboxError 404: templateID: template "no-such-template" not found`,
 		"mcp SandboxError 400: mcp: is not supported by boxer",
 		`image SandboxError 400: templateID: no image "example.test/none:1" here`,
 		"deny SandboxError 400: network.denyOut: is not supported by boxer",

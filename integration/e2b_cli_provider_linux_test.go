@@ -9,8 +9,8 @@ import (
 // with a template of boxer's makes its sandbox (always with onTimeout:
 // 'pause'), runs commands and processes, writes and reads files, pauses
 // (stop) and finds it again by its metadata (start), and kills it; with
-// its default it would build its own template, which boxer refuses with
-// its 501.
+// its default it builds its own template (aptInstall), which boxer builds
+// and whose apt-get fails without network.
 
 func TestE2BProvider(t *testing.T) {
 	for _, c := range []struct{ runtime, template string }{
@@ -32,7 +32,7 @@ func TestE2BProvider(t *testing.T) {
 				`stopped stopped`,
 				`again running true from mastra`,
 				`destroyed destroyed`,
-				`default BuildError 501: POST /v3/templates: templates is not supported by boxer's E2B API (docs/e2b.md says what is)`,
+				`default BuildError step:1: RUN apt-get update && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y s3fs fuse: exit status 100`,
 			})
 			e.stop(t)
 		})

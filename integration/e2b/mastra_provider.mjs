@@ -26,6 +26,7 @@ await s._start()
 console.log('again', s.status, s.e2b.sandboxId === id, await s.e2b.files.read('/home/user/note.txt'))
 await s._destroy()
 console.log('destroyed', s.status)
-// Its default, a template it builds itself: boxer builds none (501).
+// Its default, a template it builds itself (aptInstall of s3fs and fuse):
+// boxer builds it, and its apt-get fails without network.
 const d = new E2BSandbox({ timeout: 60000 })
-try { await d._start(); console.log('default started') } catch (e) { console.log('default', e.name, e.message) }
+try { await d._start(); console.log('default started') } catch (e) { console.log('default', e.name, e.message.split('\n')[0]) }
