@@ -42,6 +42,9 @@ func TestPackageDirection(t *testing.T) {
 		// keeper, below session, asks it through an interface of its
 		// own (keeper.Sessions), and knows nothing of warm sandboxes.
 		"runner/keeper": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm", "runner/session"},
+		// The image commands are in the CLI build (boxer_cli), which has
+		// no server.
+		"cmd/boxer/imagecmd": {"server", "e2b", "fleet", "audit"},
 		// procwire speaks to boxer-procd (init/boxer-procd.c): the lowest
 		// layer, it imports nothing of boxer's.
 		"procwire": {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress", "secrets", "userns", "fleet", "audit", "internal"},
