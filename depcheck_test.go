@@ -39,6 +39,12 @@ func TestPackageDirection(t *testing.T) {
 		"fleet":          {"cmd", "server", "e2b", "runner"},
 		"imagebuild":     {"cmd", "server", "e2b", "fleet", "audit"},
 		"audit":          {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
+		// keeper, below session, asks it through an interface of its
+		// own (keeper.Sessions), and knows nothing of warm sandboxes.
+		"runner/keeper": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm", "runner/session"},
+		// The image commands are in the CLI build (boxer_cli), which has
+		// no server.
+		"cmd/boxer/imagecmd": {"server", "e2b", "fleet", "audit"},
 		// procwire speaks to boxer-procd (init/boxer-procd.c): the lowest
 		// layer, it imports nothing of boxer's.
 		"procwire": {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "egress", "secrets", "userns", "fleet", "audit", "internal"},
@@ -61,11 +67,12 @@ func TestPackageDirection(t *testing.T) {
 
 // TestRunnerLayers keeps runner's packages in layers, each importing only
 // the ones below it: contract (data), sandbox (what one sandbox is made
-// of), warm (sandboxes made ahead, shared shims) and session (sessions),
-// then runner itself (docs/internals.md, "Packages of runner").
+// of), warm (sandboxes made ahead, shared shims), keeper (a live
+// session's keeper, its client and wire) and session (sessions), then
+// runner itself (docs/internals.md, "Packages of runner").
 func TestRunnerLayers(t *testing.T) {
 	const mod = "github.com/boxer-dev/boxer/"
-	layers := []string{"runner/contract", "runner/sandbox", "runner/warm", "runner/session", "runner"}
+	layers := []string{"runner/contract", "runner/sandbox", "runner/warm", "runner/keeper", "runner/session", "runner"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/boxer-dev/boxer/cmd/boxer/imagecmd"
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/fault"
@@ -116,7 +117,7 @@ then 'sudo boxer run --lang python -c "print(1)"'. 'boxer doctor' checks the hos
 			sessionCommand(),
 			setupCommand(),
 			doctorCommand(),
-			imageCommand(),
+			imagecmd.Command(images),
 			containerdCommand(),
 			serveCommand(),
 			mcpCommand(),

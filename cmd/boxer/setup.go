@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/boxer-dev/boxer/cmd/boxer/imagecmd"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/snapshots"
 	"github.com/urfave/cli/v2"
@@ -17,7 +18,7 @@ func setupCommand() *cli.Command {
 		OnUsageError: usageError,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "lang", Usage: "set up only this language"},
-		}, debianFlags()...),
+		}, imagecmd.DebianFlags()...),
 		Action: func(c *cli.Context) error {
 			presets := runner.Presets()
 			if l := c.String("lang"); l != "" {
@@ -35,7 +36,7 @@ func setupCommand() *cli.Command {
 				}
 				done[p.Image] = true
 				fmt.Fprintf(os.Stderr, "boxer: setting up %s (%s)\n", p.Name, p.Image)
-				if err := buildImage(c, snapshots.BuildOptions{
+				if err := images.BuildImage(c, snapshots.BuildOptions{
 					Name:     p.Image,
 					Packages: p.Packages,
 					Suite:    c.String("suite"),

@@ -7,13 +7,17 @@ import (
 	"sync"
 
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 )
 
-// Layer keeps a Host's sessions: making them, their keepers, calls,
-// files, processes, ports, snapshots and ends, and the ready sessions.
+// Layer keeps a Host's sessions: making them, their calls, files,
+// ports, snapshots and ends, and the ready sessions; the keepers' layer
+// it embeds starts and speaks to their keepers.
 type Layer struct {
-	*box.Host
+	*keeper.Layer
 	// cleanups are the background teardowns its Runner's Close waits for.
 	cleanups *sync.WaitGroup
 	// warm lets ready sessions yield to runs (Settler).
@@ -22,7 +26,8 @@ type Layer struct {
 	// (session_snapshot_linux.go).
 	checkpointsDir string
 	ready          *readyPool
-	// keeper starts a session's keeper (Options.Keeper).
+	// keeper starts a session's keeper (Options.Keeper); none: this
+	// boxer cannot.
 	keeper []string
 	// sessionID makes new sessions' IDs (Options.SessionID).
 	sessionID func(prefix string) string
@@ -62,8 +67,7 @@ type Options struct {
 // New returns the sessions' layer over h; its ready sessions yield to
 // warm's runs, and its background work joins cleanups.
 func New(h *box.Host, cleanups *sync.WaitGroup, warm Settler, o Options) *Layer {
-	return &Layer{
-		Host:           h,
+	r := &Layer{
 		cleanups:       cleanups,
 		warm:           warm,
 		checkpointsDir: o.CheckpointsDir,
@@ -73,4 +77,28 @@ func New(h *box.Host, cleanups *sync.WaitGroup, warm Settler, o Options) *Layer 
 		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
 		making:         map[string]string{},
 	}
+	r.Layer = keeper.New(h, o.Keeper, keeperSessions{r})
+	return r
+}
+
+// keeperSessions is what the keepers' layer asks of the sessions
+// (keeper.Sessions).
+type keeperSessions struct{ r *Layer }
+
+func (s keeperSessions) ValidID(id string) bool { return validSessionID(id) }
+
+func (s keeperSessions) RunDir(ctx context.Context, id, caller string) (string, error) {
+	ls, err := s.r.loadSession(ctx, id, caller, false)
+	if err != nil {
+		return "", err
+	}
+	return ls.runDir, nil
+}
+
+func (s keeperSessions) HoldProcess(ctx context.Context, caller string, background bool) (func(), error) {
+	return s.r.holdProcess(ctx, caller, background)
+}
+
+func (s keeperSessions) Expire(ctx context.Context, c containerd.Container, info containers.Container, ask bool) (string, bool) {
+	return s.r.expire(ctx, c, info, ask)
 }

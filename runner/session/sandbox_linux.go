@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -109,7 +110,7 @@ func (sb *sandbox) Netstack() bool { return sb.session != nil }
 func (sb *sandbox) Streams(*box.Sandbox) cio.Creator {
 	if sb.session != nil && driverFirst(sb.Req) {
 		// Its first process is its interpreter, on the wire.
-		return wireCreator(sb.RunDir)
+		return keeper.WireCreator(sb.RunDir)
 	}
 	if sb.session != nil {
 		// Its first process only keeps it alive: a session's calls

@@ -16,6 +16,7 @@ import (
 	"github.com/boxer-dev/boxer/cgroups"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
@@ -113,7 +114,7 @@ func (r *Layer) RunInSession(ctx context.Context, id, caller string, call contra
 	n := s.next()
 	res.ID = fmt.Sprintf("%s.%d", id, n)
 	s.touch(ctx, time.Now().Add(call.Timeout+interruptGrace))
-	network := r.callNetwork(ctx, s)
+	network := r.CallNetwork(ctx, s.id, s.rec.Request)
 	res, err = r.call(ctx, s, n, call, res)
 	res.Network = network()
 	if res.SessionEnded == "" {
@@ -150,12 +151,12 @@ func (r *Layer) call(ctx context.Context, s *liveSession, n int, call contract.S
 	if err := box.WriteFiles(workspace, call.Files, uid, gid); err != nil {
 		return res, err
 	}
-	masks, err := r.sessionMasks(ctx, s)
+	masks, err := r.SessionMasks(ctx, s.id, s.rec.Request)
 	if err != nil {
 		return res, err
 	}
 	stdout, stderr := contract.NewCapped(call.OutputLimit, call.Stdout), contract.NewCapped(call.OutputLimit, call.Stderr)
-	mout, merr, flush := maskCall(masks, stdout, stderr)
+	mout, merr, flush := keeper.MaskCall(masks, stdout, stderr)
 	cg := reaper.CgroupsPath(r.Namespace, s.id)
 	before, _ := cgroups.ReadStats(r.Cgroups, cg)
 	peak := cgroups.WatchPeak(r.Cgroups, cg)

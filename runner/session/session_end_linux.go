@@ -16,6 +16,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/errdefs"
@@ -106,7 +107,7 @@ func (r *Layer) removeSession(ctx context.Context, c containerd.Container, reaso
 func (r *Layer) releaseSession(id, runDir string, linked bool) error {
 	var errs []error
 	if !linked {
-		errs = append(errs, r.releaseSessionLink(runDir))
+		errs = append(errs, r.ReleaseSessionLink(runDir))
 	}
 	if err := os.RemoveAll(r.checkpointDir(id)); err != nil {
 		errs = append(errs, fmt.Errorf("removing checkpoint: %w", err))
@@ -235,15 +236,15 @@ func processRunning(ctx context.Context, p containerd.Process) bool {
 // not answer: none is started to ask).
 func (r *Layer) finalNetwork(ctx context.Context, id string) *egress.Report {
 	runDir := filepath.Join(r.RunsDir, id)
-	if _, err := os.Stat(filepath.Join(runDir, sessionNetFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(runDir, keeper.NetFile)); err != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	kc := newKeeperClient(filepath.Join(runDir, keeperSock))
-	defer kc.http.CloseIdleConnections()
+	kc := keeper.NewClient(filepath.Join(runDir, keeper.Sock))
+	defer kc.HTTP.CloseIdleConnections()
 	var rep egress.Report
-	if err := kc.call(ctx, "GET", "/network", nil, nil, &rep); err != nil {
+	if err := kc.Call(ctx, "GET", "/network", nil, nil, &rep); err != nil {
 		log.G(ctx).WithError(err).Debugf("session %s: reading its network figures", id)
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/snapshots"
 	containerd "github.com/containerd/containerd/v2/client"
@@ -130,7 +131,7 @@ func (r *Layer) startFork(ctx context.Context, f fork) (contract.Session, error)
 		return contract.Session{}, fmt.Errorf("marking session made: %w", err)
 	}
 	if len(r.keeper) > 0 && !sb.session.held {
-		if _, err := r.spawnKeeper(sb.RunDir, sb.ID, keeperHandoff{}); err != nil {
+		if _, err := r.SpawnKeeper(sb.RunDir, sb.ID, keeper.Handoff{}); err != nil {
 			return contract.Session{}, err
 		}
 	}

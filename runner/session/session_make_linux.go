@@ -22,6 +22,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -51,7 +52,7 @@ import (
 // the sandbox when the session is made (the same user, limits, seccomp
 // filter and empty capabilities as the first): one interpreter that runs
 // every call's code in the same namespace, reached through the session's
-// wire (session_wire_linux.go), with no process made per call. For the
+// wire (keeper.OpenWire), with no process made per call. For the
 // other languages each call is a process containerd execs, with its own
 // streams.
 
@@ -71,7 +72,7 @@ const (
 	// interruptGrace is how long an interpreter has to come back from the
 	// interrupt at a call's timeout before its session is ended.
 	interruptGrace    = 3 * time.Second
-	sessionRecordFile = "session.json"
+	sessionRecordFile = keeper.RecordFile
 	sessionLockFile   = "session.lock"
 	sessionCallsFile  = "calls"
 )
@@ -140,7 +141,7 @@ func (m *sessionMeta) shape(spec *specs.Spec, req contract.Request, secretEnv []
 		if err != nil {
 			return err
 		}
-		args := withSecretEnv(append(slices.Clone(p.Command), path.Join("/code", driverFile), driverPid), secretEnv, spec.Process.Env)
+		args := keeper.WithSecretEnv(append(slices.Clone(p.Command), path.Join("/code", driverFile), driverPid), secretEnv, spec.Process.Env)
 		spec.Process.Args = append([]string{oci.InitPath, "-t", secs, "--"}, args...)
 	default:
 		spec.Process.Args = oci.InitArgs([]string{"sleep", secs}, false)
@@ -210,7 +211,7 @@ func (r *Layer) CreateSession(ctx context.Context, sr contract.SessionRequest, m
 		return contract.Session{}, contract.FieldErr(contract.FieldAllowHosts, "needs the session's keeper to serve its network, which this boxer cannot start: use the boxer binary")
 	}
 	if len(req.Secrets) > 0 && len(r.keeper) == 0 {
-		return contract.Session{}, contract.FieldErr(contract.FieldSecrets, "%v", errSecretsKeeper)
+		return contract.Session{}, contract.FieldErr(contract.FieldSecrets, "%v", keeper.ErrSecretsKeeper)
 	}
 	if err := r.CheckSecretsAvailable(req); err != nil {
 		return contract.Session{}, err
@@ -253,20 +254,20 @@ func (r *Layer) CreateSession(ctx context.Context, sr contract.SessionRequest, m
 	// that needs a keeper starts one should this fail. A session with
 	// network or secrets needs its keeper at once, held or not: it serves
 	// the gateway, and only it holds the secrets once this process exits.
-	ks, err := sb.keeperSecrets()
+	ks, err := r.SecretsOf(sb.Sandbox)
 	switch {
 	case err != nil:
 		return contract.Session{}, errors.Join(err, sb.destroy(ctx))
 	case sb.Link != nil:
-		if err := r.handLink(ctx, sb, ks); err != nil {
+		if err := r.HandLink(ctx, sb.Sandbox, ks); err != nil {
 			return contract.Session{}, errors.Join(fmt.Errorf("handing the session's network to its keeper: %w", err), sb.destroy(ctx))
 		}
 	case ks != nil:
-		if err := r.handKeeper(ctx, sb, keeperHandoff{secrets: ks}); err != nil {
+		if err := r.HandKeeper(ctx, sb.Sandbox, keeper.Handoff{Secrets: ks}); err != nil {
 			return contract.Session{}, errors.Join(fmt.Errorf("handing the session's secrets to its keeper: %w", err), sb.destroy(ctx))
 		}
 	case len(r.keeper) > 0 && !sr.Held:
-		if _, err := r.spawnKeeper(sb.RunDir, sb.ID, keeperHandoff{}); err != nil {
+		if _, err := r.SpawnKeeper(sb.RunDir, sb.ID, keeper.Handoff{}); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}
 	}
@@ -316,8 +317,8 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 			return fmt.Errorf("reading session spec: %w", err)
 		}
 		proc := *spec.Process
-		proc.Args = withSecretEnv(append(p.Command, path.Join("/code", driverFile), driverPid), sb.Dirs.SecretEnv, proc.Env)
-		driver, err := sb.Task.Exec(opCtx, driverExecID, &proc, wireCreator(sb.RunDir))
+		proc.Args = keeper.WithSecretEnv(append(p.Command, path.Join("/code", driverFile), driverPid), sb.Dirs.SecretEnv, proc.Env)
+		driver, err := sb.Task.Exec(opCtx, driverExecID, &proc, keeper.WireCreator(sb.RunDir))
 		if err != nil {
 			return &box.RuntimeError{Step: "starting the session's interpreter", Err: err}
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 )
 
@@ -111,7 +112,7 @@ func (r *Layer) dialRunsc(ctx context.Context, s *liveSession, port int) (net.Co
 	case err = <-exited:
 	case <-ctx.Done():
 		err = ctx.Err()
-	case <-time.After(keeperStart):
+	case <-time.After(keeper.StartWait):
 		err = errors.New("runsc did not connect in 10s")
 	}
 	if err == nil {

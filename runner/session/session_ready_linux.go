@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/log"
@@ -198,26 +199,26 @@ func (r *Layer) makeReady(ctx context.Context, req contract.Request, smax contra
 // modules (the operator's --preload list for its language, or its
 // preset's), and waits until it has.
 func preloadDriver(ctx context.Context, runDir string, modules []string) error {
-	w, err := openWire(runDir)
+	w, err := keeper.OpenWire(runDir)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := w.send("load", 0, []byte(strings.Join(modules, ","))); err != nil {
+	if err := w.Send("load", 0, []byte(strings.Join(modules, ","))); err != nil {
 		return fmt.Errorf("preloading the session's interpreter: %w", err)
 	}
-	frames, done := make(chan frame, 1), make(chan struct{})
+	frames, done := make(chan keeper.Frame, 1), make(chan struct{})
 	defer close(done)
-	go w.receiveAll(frames, done)
+	go w.ReceiveAll(frames, done)
 	t := time.NewTimer(readyLoadTimeout)
 	defer t.Stop()
 	for {
 		select {
 		case f := <-frames:
 			switch {
-			case f.err != nil:
-				return fmt.Errorf("preloading the session's interpreter: %w", errors.Join(errWireGone, f.err))
-			case f.kind == "ready" && f.call == 0:
+			case f.Err != nil:
+				return fmt.Errorf("preloading the session's interpreter: %w", errors.Join(keeper.ErrWireGone, f.Err))
+			case f.Kind == "ready" && f.Call == 0:
 				return nil
 			}
 		case <-t.C:

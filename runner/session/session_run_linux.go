@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
@@ -29,8 +30,8 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 	var end callEnd
 	end.started = time.Now()
 	end.ended, end.noStatus = end.started, true
-	w, err := openWire(s.runDir)
-	if errors.Is(err, errWireGone) {
+	w, err := keeper.OpenWire(s.runDir)
+	if errors.Is(err, keeper.ErrWireGone) {
 		end.wireEnded = true
 		return end, nil // checkAlive says why
 	} else if err != nil {
@@ -43,18 +44,18 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 		kind = "cell"
 		records = &contract.CellRecords{Cell: call.Cell, Warn: func(s string) { _, _ = io.WriteString(stderr, s) }}
 	}
-	if err := w.send(kind, n, []byte(name)); err != nil {
+	if err := w.Send(kind, n, []byte(name)); err != nil {
 		return end, nil
 	}
 	go func() {
-		if err := w.sendStdin(n, call.Stdin); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+		if err := w.SendStdin(n, call.Stdin); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
 			log.G(ctx).WithError(err).Debug("sending a call's stdin")
 		}
 	}()
-	defer w.stopSending()
-	frames, done := make(chan frame), make(chan struct{})
+	defer w.StopSending()
+	frames, done := make(chan keeper.Frame), make(chan struct{})
 	defer close(done)
-	go w.receiveAll(frames, done)
+	go w.ReceiveAll(frames, done)
 	// wait passes the call's output on until its exit frame, the end of
 	// the wire, or stop.
 	wait := func(stop <-chan time.Time, cancel <-chan struct{}) (status uint32, why error) {
@@ -62,24 +63,24 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 			select {
 			case f := <-frames:
 				switch {
-				case f.err != nil:
-					return 0, f.err
-				case f.call != n:
+				case f.Err != nil:
+					return 0, f.Err
+				case f.Call != n:
 					// A caller before this one died during its call.
-				case f.kind == "out":
-					_, _ = stdout.Write(f.data)
-				case f.kind == "err":
-					_, _ = stderr.Write(f.data)
-				case f.kind == "rec" && records != nil:
-					records.Write(f.data)
-				case f.kind == "exit":
-					code, err := strconv.ParseUint(string(f.data), 10, 8)
+				case f.Kind == "out":
+					_, _ = stdout.Write(f.Data)
+				case f.Kind == "err":
+					_, _ = stderr.Write(f.Data)
+				case f.Kind == "rec" && records != nil:
+					records.Write(f.Data)
+				case f.Kind == "exit":
+					code, err := strconv.ParseUint(string(f.Data), 10, 8)
 					if err != nil {
-						return 0, errWireBroken
+						return 0, keeper.ErrWireBroken
 					}
 					return uint32(code), nil
 				default:
-					return 0, errWireBroken
+					return 0, keeper.ErrWireBroken
 				}
 			case <-stop:
 				return 0, errTimedOut
@@ -107,7 +108,7 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 	case why == nil:
 		end.facts.Status, end.noStatus = status, false
 		end.alive = end.sessionEnded == ""
-	case errors.Is(why, errWireBroken):
+	case errors.Is(why, keeper.ErrWireBroken):
 		_ = r.endSession(ctx, s.c, reaper.EndWireBroken)
 		end.sessionEnded = reaper.EndWireBroken
 	default:
@@ -136,7 +137,7 @@ func (r *Layer) execCall(ctx context.Context, s *liveSession, n int, p contract.
 	}
 	proc := *spec.Process
 	proc.Args = append([]string{"/bin/sh", "-c", `echo $$ > ` + callPid + ` && exec "$@"`, "sh"}, append(p.Command, path.Join("/code", name))...)
-	proc.Args = withSecretEnv(proc.Args, s.rec.SecretEnv, proc.Env)
+	proc.Args = keeper.WithSecretEnv(proc.Args, s.rec.SecretEnv, proc.Env)
 	pr, pw := io.Pipe()
 	stdin := &contract.EOFReader{Reader: pr, EOF: make(chan struct{})}
 	defer pw.Close()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
@@ -62,12 +63,12 @@ func (r *Layer) checkpointable(ctx context.Context, s *liveSession) error {
 	case len(req.Secrets) > 0:
 		return &contract.CheckpointError{ID: s.id, Why: "it has secrets, which its image on disk would hold"}
 	}
-	kc := newKeeperClient(filepath.Join(s.runDir, keeperSock))
-	if !kc.alive(ctx) {
+	kc := keeper.NewClient(filepath.Join(s.runDir, keeper.Sock))
+	if !kc.Alive(ctx) {
 		return nil
 	}
 	var ps []contract.ProcessInfo
-	if err := kc.call(ctx, "GET", "/processes", nil, nil, &ps); err != nil {
+	if err := kc.Call(ctx, "GET", "/processes", nil, nil, &ps); err != nil {
 		return err
 	}
 	for _, p := range ps {
@@ -203,12 +204,12 @@ func (r *Layer) lockedSession(ctx context.Context, id, caller string) (*liveSess
 func (r *Layer) restoreSession(ctx context.Context, s *liveSession) error {
 	dir := r.checkpointDir(s.id)
 	// The wire's FIFOs are made anew for the new task.
-	for _, f := range []string{wireIn, wireOut} {
+	for _, f := range []string{keeper.WireIn, keeper.WireOut} {
 		if err := os.Remove(filepath.Join(s.runDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
-	task, err := s.c.NewTask(ctx, wireCreator(s.runDir), containerd.WithRestoreImagePath(dir))
+	task, err := s.c.NewTask(ctx, keeper.WireCreator(s.runDir), containerd.WithRestoreImagePath(dir))
 	if err != nil {
 		return &box.RuntimeError{Step: "restoring session", Err: err}
 	}
@@ -241,7 +242,7 @@ func (r *Layer) resumeCheckpointed(ctx context.Context, s *liveSession) (contrac
 	if len(r.keeper) > 0 && s.labels[reaper.LabelOwner] == "" {
 		// Its keeper ended with its sandbox; one that lives on its own
 		// needs one to end on time.
-		if _, err := r.spawnKeeper(s.runDir, s.id, keeperHandoff{}); err != nil {
+		if _, err := r.SpawnKeeper(s.runDir, s.id, keeper.Handoff{}); err != nil {
 			log.G(ctx).WithError(err).Warn("starting the session's keeper")
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	containerd "github.com/containerd/containerd/v2/client"
 )
 
@@ -71,7 +72,7 @@ func (r *Layer) runningProcesses(ctx context.Context, caller string) int {
 	var wg sync.WaitGroup
 	n := 0
 	for _, c := range cs {
-		sock := filepath.Join(r.RunsDir, c.ID(), keeperSock)
+		sock := filepath.Join(r.RunsDir, c.ID(), keeper.Sock)
 		if _, err := os.Stat(sock); err != nil {
 			continue
 		}
@@ -79,7 +80,7 @@ func (r *Layer) runningProcesses(ctx context.Context, caller string) int {
 		go func() {
 			defer wg.Done()
 			var ps []contract.ProcessInfo
-			if newKeeperClient(sock).call(ctx, "GET", "/processes", nil, nil, &ps) != nil {
+			if keeper.NewClient(sock).Call(ctx, "GET", "/processes", nil, nil, &ps) != nil {
 				return
 			}
 			running := 0

@@ -1,4 +1,4 @@
-package session
+package keeper
 
 // A session's network: its link, made as a run's, its gateway in its keeper.
 
@@ -27,14 +27,14 @@ import (
 // the session's allowlist and quota until the sandbox ends. What the
 // sandbox sends in between waits in the sockets. A keeper started again
 // later (the first died) listens again where its table redirects, as
-// sessionNetFile records. The link goes with the session: destroy
+// NetFile records. The link goes with the session: destroy
 // releases it by its run directory, and the reaper's sweep removes any
 // whose run directory is gone (a maker killed while making it).
 
 const (
-	// sessionNetFile records a session's gateway address and its
+	// NetFile records a session's gateway address and its
 	// allowlist now, for a keeper started again.
-	sessionNetFile = "net.json"
+	NetFile = "net.json"
 	// keeperGatewayEnv tells a keeper that its gateway's sockets are its
 	// files 3, 4 and 5 (its lock, held, comes after: keeperLockEnv).
 	keeperGatewayEnv = "BOXER_KEEPER_GATEWAY"
@@ -53,10 +53,10 @@ type sessionNet struct {
 	AllowNoSNI  bool   `json:"allow_no_sni,omitempty"`
 }
 
-// handLink records the made session's network and starts its keeper with
+// HandLink records the made session's network and starts its keeper with
 // the gateway's sockets and ks, its secrets; this process's gateway
 // closes.
-func (r *Layer) handLink(ctx context.Context, sb *sandbox, ks *keeperSecrets) error {
+func (r *Layer) HandLink(ctx context.Context, sb *box.Sandbox, ks *Secrets) error {
 	e := r.Egress
 	rec := sessionNet{Gateway: sb.Link.GatewayAddr(), Allow: sb.Req.AllowHosts, NetBytes: sb.Req.NetBytes, UpstreamDNS: e.Upstream, Netns: e.Netns, AllowNoSNI: e.AllowNoSNI}
 	if err := writeSessionNet(sb.RunDir, rec); err != nil {
@@ -69,7 +69,7 @@ func (r *Layer) handLink(ctx context.Context, sb *sandbox, ks *keeperSecrets) er
 	// The keeper gets the lock held: a keeper another command starts
 	// before this one runs finds the session kept, and leaves the
 	// gateway's addresses to the sockets handed on.
-	if err := r.handKeeper(ctx, sb, keeperHandoff{gateway: files, secrets: ks}); err != nil {
+	if err := r.HandKeeper(ctx, sb, Handoff{gateway: files, Secrets: ks}); err != nil {
 		return err
 	}
 	sb.Link.Leave()
@@ -81,7 +81,7 @@ func writeSessionNet(runDir string, rec sessionNet) error {
 	if err != nil {
 		return err
 	}
-	if err := reaper.WriteFileAtomic(filepath.Join(runDir, sessionNetFile), data, 0o600); err != nil {
+	if err := reaper.WriteFileAtomic(filepath.Join(runDir, NetFile), data, 0o600); err != nil {
 		return fmt.Errorf("writing the session's network record: %w", err)
 	}
 	return nil
@@ -89,7 +89,7 @@ func writeSessionNet(runDir string, rec sessionNet) error {
 
 func readSessionNet(runDir string) (sessionNet, error) {
 	var rec sessionNet
-	data, err := os.ReadFile(filepath.Join(runDir, sessionNetFile))
+	data, err := os.ReadFile(filepath.Join(runDir, NetFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return rec, contract.ErrNoNetwork
 	} else if err != nil {
@@ -113,7 +113,7 @@ func inheritedKeeperLock() *os.File {
 // sockets its maker handed on, or again where its table redirects. nil
 // for a session without network. ks are the session's secrets its maker
 // handed on: with them, the gateway injects their headers.
-func (r *Layer) keeperGateway(runDir string, ks *keeperSecrets) (*egress.Gateway, error) {
+func (r *Layer) keeperGateway(runDir string, ks *Secrets) (*egress.Gateway, error) {
 	rec, err := readSessionNet(runDir)
 	if errors.Is(err, contract.ErrNoNetwork) {
 		return nil, nil
@@ -150,10 +150,10 @@ func (r *Layer) keeperGateway(runDir string, ks *keeperSecrets) (*egress.Gateway
 	return gw, nil
 }
 
-// releaseSessionLink removes the link of the session whose run directory
+// ReleaseSessionLink removes the link of the session whose run directory
 // is runDir, if it has one (its keeper served its gateway).
-func (r *Layer) releaseSessionLink(runDir string) error {
-	if _, err := os.Stat(filepath.Join(runDir, sessionNetFile)); err != nil {
+func (r *Layer) ReleaseSessionLink(runDir string) error {
+	if _, err := os.Stat(filepath.Join(runDir, NetFile)); err != nil {
 		return nil
 	}
 	if err := egress.Release(r.Egress.Opts.Dir, runDir); err != nil {
@@ -166,8 +166,8 @@ func (r *Layer) releaseSessionLink(runDir string) error {
 // network since it was made.
 func (r *Layer) SessionNetwork(ctx context.Context, id, caller string) (egress.Report, error) {
 	var rep egress.Report
-	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
-		return kc.call(ctx, "GET", "/network", nil, nil, &rep)
+	err := r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		return kc.Call(ctx, "GET", "/network", nil, nil, &rep)
 	})
 	return rep, err
 }
@@ -183,8 +183,8 @@ func (r *Layer) SetSessionAllow(ctx context.Context, id, caller string, hosts []
 		return egress.Report{}, err
 	}
 	var rep egress.Report
-	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
-		return kc.call(ctx, "PUT", "/network/allow", nil, jsonBody(hosts), &rep)
+	err := r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		return kc.Call(ctx, "PUT", "/network/allow", nil, jsonBody(hosts), &rep)
 	})
 	return rep, err
 }
@@ -244,28 +244,28 @@ func (k *keeper) setAllow(hosts []string) error {
 	return k.gw.SetPolicy(policy)
 }
 
-// callNetwork reads the session's report before a call and returns what
+// CallNetwork reads the session's report before a call and returns what
 // gives, after it, what the session's network did meanwhile (its calls'
 // and its background processes', as cpu_time_ms counts them): nil for a
 // session without network, or when its keeper cannot be reached. It
 // starts the keeper if it died: the gateway lives in it.
-func (r *Layer) callNetwork(ctx context.Context, s *liveSession) func() *egress.Report {
+func (r *Layer) CallNetwork(ctx context.Context, id string, req contract.Request) func() *egress.Report {
 	none := func() *egress.Report { return nil }
-	if len(s.rec.Request.AllowHosts) == 0 {
+	if len(req.AllowHosts) == 0 {
 		return none
 	}
-	kc, err := r.keeperFor(ctx, s.id, "")
+	kc, err := r.keeperFor(ctx, id, "")
 	if err != nil {
-		log.G(ctx).WithError(err).Warnf("session %s: reaching its keeper", s.id)
+		log.G(ctx).WithError(err).Warnf("session %s: reaching its keeper", id)
 		return none
 	}
 	var before egress.Report
-	if err := kc.call(ctx, "GET", "/network", nil, nil, &before); err != nil {
+	if err := kc.Call(ctx, "GET", "/network", nil, nil, &before); err != nil {
 		return none
 	}
 	return func() *egress.Report {
 		var after egress.Report
-		if err := kc.call(context.WithoutCancel(ctx), "GET", "/network", nil, nil, &after); err != nil {
+		if err := kc.Call(context.WithoutCancel(ctx), "GET", "/network", nil, nil, &after); err != nil {
 			return nil
 		}
 		d := after

@@ -1,4 +1,4 @@
-package session
+package keeper
 
 // A session's wire: the frames between boxer and the session's interpreter.
 
@@ -34,8 +34,9 @@ import (
 // "exit" (the call's status). Frames of other calls than the caller's are
 // left unread or skipped: a caller that died leaves its own behind.
 const (
-	wireIn  = "driver-in"
-	wireOut = "driver-out"
+	// WireIn and WireOut are the FIFOs in a session's run directory.
+	WireIn  = "driver-in"
+	WireOut = "driver-out"
 	// wireMaxIn is PIPE_BUF: a write of at most this many bytes to a FIFO
 	// goes in whole or not at all.
 	wireMaxIn = 4096
@@ -45,20 +46,20 @@ const (
 	wireMaxHeader = 64
 )
 
-// errWireGone: the driver's end of the wire is closed (it exited).
-var errWireGone = errors.New("the session's interpreter is not running")
+// ErrWireGone: the driver's end of the wire is closed (it exited).
+var ErrWireGone = errors.New("the session's interpreter is not running")
 
-// errWireBroken: the driver sent something that is not a frame (the
+// ErrWireBroken: the driver sent something that is not a frame (the
 // call's code wrote to the wire itself).
-var errWireBroken = errors.New("the session's interpreter sent a malformed frame")
+var ErrWireBroken = errors.New("the session's interpreter sent a malformed frame")
 
-// wireCreator makes the driver's FIFOs and holds them open for reading
+// WireCreator makes the driver's FIFOs and holds them open for reading
 // while the driver's process is created: the shim opens the write ends,
 // which waits for a reader. The caller closes the IO once the driver has
 // started; from then on the shim holds both FIFOs.
-func wireCreator(runDir string) cio.Creator {
+func WireCreator(runDir string) cio.Creator {
 	return func(string) (cio.IO, error) {
-		in, out := filepath.Join(runDir, wireIn), filepath.Join(runDir, wireOut)
+		in, out := filepath.Join(runDir, WireIn), filepath.Join(runDir, WireOut)
 		d, err := box.NewDetachedIO(cio.Config{Stdin: in, Stdout: out, Stderr: in}, []string{in, out}, []string{in, out})
 		if err != nil {
 			return nil, err // not a nil *box.DetachedIO in a non-nil cio.IO
@@ -67,28 +68,28 @@ func wireCreator(runDir string) cio.Creator {
 	}
 }
 
-// wire is one caller's ends of a session's FIFOs.
-type wire struct {
+// Wire is one caller's ends of a session's FIFOs.
+type Wire struct {
 	in, out *os.File
 	r       *bufio.Reader
 }
 
-// frame is one frame out of the driver.
-type frame struct {
-	kind string
-	call int
-	data []byte
-	// err ends the frames: io.EOF, errWireBroken or a read error.
-	err error
+// Frame is one frame out of the driver.
+type Frame struct {
+	Kind string
+	Call int
+	Data []byte
+	// Err ends the frames: io.EOF, ErrWireBroken or a read error.
+	Err error
 }
 
-// openWire opens the wire of the session in runDir. Both ends are
+// OpenWire opens the wire of the session in runDir. Both ends are
 // non-blocking, so that reads and writes take deadlines and end on Close.
-func openWire(runDir string) (*wire, error) {
-	in, err := os.OpenFile(filepath.Join(runDir, wireIn), os.O_WRONLY|unix.O_NONBLOCK, 0)
+func OpenWire(runDir string) (*Wire, error) {
+	in, err := os.OpenFile(filepath.Join(runDir, WireIn), os.O_WRONLY|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.ENXIO) || errors.Is(err, os.ErrNotExist) {
 		// No reader: the shim's copy into the driver's stdin has ended.
-		return nil, errWireGone
+		return nil, ErrWireGone
 	} else if err != nil {
 		return nil, fmt.Errorf("opening the session's interpreter: %w", err)
 	}
@@ -96,7 +97,7 @@ func openWire(runDir string) (*wire, error) {
 		in.Close()
 		return nil, err
 	}
-	out, err := os.OpenFile(filepath.Join(runDir, wireOut), os.O_RDONLY|unix.O_NONBLOCK, 0)
+	out, err := os.OpenFile(filepath.Join(runDir, WireOut), os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		in.Close()
 		return nil, fmt.Errorf("opening the session's interpreter: %w", err)
@@ -106,7 +107,7 @@ func openWire(runDir string) (*wire, error) {
 		out.Close()
 		return nil, err
 	}
-	return &wire{in: in, out: out, r: bufio.NewReaderSize(out, 64<<10)}, nil
+	return &Wire{in: in, out: out, r: bufio.NewReaderSize(out, 64<<10)}, nil
 }
 
 // checkFIFO refuses a wire end that is not a FIFO.
@@ -122,33 +123,33 @@ func checkFIFO(f *os.File) error {
 }
 
 // Close closes both ends: a read or write under way returns.
-func (w *wire) Close() error {
+func (w *Wire) Close() error {
 	return errors.Join(w.in.Close(), w.out.Close())
 }
 
-// send writes one frame in, whole.
-func (w *wire) send(kind string, call int, data []byte) error {
+// Send writes one frame in, whole.
+func (w *Wire) Send(kind string, call int, data []byte) error {
 	b := fmt.Appendf(nil, "%s %d %d\n", kind, call, len(data))
 	if len(b)+len(data) > wireMaxIn {
 		return fmt.Errorf("a %s frame of %d bytes is over %d", kind, len(b)+len(data), wireMaxIn)
 	}
 	_, err := w.in.Write(append(b, data...))
 	if errors.Is(err, unix.EPIPE) {
-		return errWireGone
+		return ErrWireGone
 	}
 	return err
 }
 
-// sendStdin sends r as call's stdin, in frames, and then its end. It
+// SendStdin sends r as call's stdin, in frames, and then its end. It
 // returns when r ends or a send fails (the wire was closed).
-func (w *wire) sendStdin(call int, r io.Reader) error {
+func (w *Wire) SendStdin(call int, r io.Reader) error {
 	if r != nil {
 		// Room for the header ("in", the call and the length).
 		buf := make([]byte, wireMaxIn-64)
 		for {
 			n, err := r.Read(buf)
 			if n > 0 {
-				if serr := w.send("in", call, buf[:n]); serr != nil {
+				if serr := w.Send("in", call, buf[:n]); serr != nil {
 					return serr
 				}
 			}
@@ -159,47 +160,47 @@ func (w *wire) sendStdin(call int, r io.Reader) error {
 			}
 		}
 	}
-	return w.send("eof", call, nil)
+	return w.Send("eof", call, nil)
 }
 
 // receive reads the next frame out. io.EOF means the driver's end is
 // closed; errWireBroken, that what came is not a frame.
-func (w *wire) receive() (frame, error) {
+func (w *Wire) receive() (Frame, error) {
 	line, err := w.r.ReadSlice('\n')
 	if err != nil {
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return frame{}, errWireBroken
+			return Frame{}, ErrWireBroken
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-			return frame{}, io.EOF
+			return Frame{}, io.EOF
 		}
-		return frame{}, err
+		return Frame{}, err
 	}
 	fields := bytes.Fields(line)
 	if len(line) > wireMaxHeader || len(fields) != 3 {
-		return frame{}, errWireBroken
+		return Frame{}, ErrWireBroken
 	}
 	call, err1 := strconv.Atoi(string(fields[1]))
 	n, err2 := strconv.Atoi(string(fields[2]))
 	if err1 != nil || err2 != nil || n < 0 || n > wireMaxOut {
-		return frame{}, errWireBroken
+		return Frame{}, ErrWireBroken
 	}
-	f := frame{kind: string(fields[0]), call: call, data: make([]byte, n)}
-	if _, err := io.ReadFull(w.r, f.data); err != nil {
+	f := Frame{Kind: string(fields[0]), Call: call, Data: make([]byte, n)}
+	if _, err := io.ReadFull(w.r, f.Data); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-			return frame{}, io.EOF
+			return Frame{}, io.EOF
 		}
-		return frame{}, err
+		return Frame{}, err
 	}
 	return f, nil
 }
 
-// receiveAll sends the frames out on frames until the wire ends or breaks,
+// ReceiveAll sends the frames out on frames until the wire ends or breaks,
 // and then a frame with the error, or until done is closed.
-func (w *wire) receiveAll(frames chan<- frame, done <-chan struct{}) {
+func (w *Wire) ReceiveAll(frames chan<- Frame, done <-chan struct{}) {
 	for {
 		f, err := w.receive()
-		f.err = err
+		f.Err = err
 		select {
 		case frames <- f:
 		case <-done:
@@ -211,5 +212,5 @@ func (w *wire) receiveAll(frames chan<- frame, done <-chan struct{}) {
 	}
 }
 
-// stopSending ends a write under way (a driver that no longer reads).
-func (w *wire) stopSending() { _ = w.in.SetWriteDeadline(time.Now()) }
+// StopSending ends a write under way (a driver that no longer reads).
+func (w *Wire) StopSending() { _ = w.in.SetWriteDeadline(time.Now()) }

@@ -1,4 +1,4 @@
-package main
+package imagecmd
 
 import (
 	"github.com/boxer-dev/boxer/fault"
@@ -8,10 +8,10 @@ import (
 )
 
 // buildFromDockerfile runs the build on r's host.
-func buildFromDockerfile(c *cli.Context, r *runner.Runner, o imagebuild.Options) (imagebuild.Result, error) {
+func (e Env) buildFromDockerfile(c *cli.Context, r *runner.Runner, o imagebuild.Options) (imagebuild.Result, error) {
 	res, err := imagebuild.Build(c.Context, r.Host, o)
 	if fault.Is(err) {
-		return res, hostFault(err)
+		return res, e.HostFault(err)
 	}
 	return res, err
 }

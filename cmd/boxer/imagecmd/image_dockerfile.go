@@ -1,4 +1,4 @@
-package main
+package imagecmd
 
 import (
 	"errors"
@@ -34,16 +34,16 @@ func dockerfileFlags() []cli.Flag {
 }
 
 // buildDockerfile is 'image build NAME -f DOCKERFILE [CONTEXT]'.
-func buildDockerfile(c *cli.Context) error {
+func (e Env) buildDockerfile(c *cli.Context) error {
 	args := c.Args().Slice()
 	if len(args) < 1 || len(args) > 2 {
-		return fail("image build -f needs NAME and at most one CONTEXT, e.g. 'boxer image build myenv -f Dockerfile .'")
+		return e.Fail("image build -f needs NAME and at most one CONTEXT, e.g. 'boxer image build myenv -f Dockerfile .'")
 	}
 	if c.IsSet("packages") {
-		return fail("--packages is for a Debian build: with -f, the Dockerfile says what is installed")
+		return e.Fail("--packages is for a Debian build: with -f, the Dockerfile says what is installed")
 	}
 	if !validName.MatchString(args[0]) {
-		return fail("invalid image name %q: use lowercase letters, digits and . _ - /", args[0])
+		return e.Fail("invalid image name %q: use lowercase letters, digits and . _ - /", args[0])
 	}
 	o := imagebuild.Options{
 		Name: args[0], Context: ".", AllowHosts: c.StringSlice("allow-host"),
@@ -55,12 +55,12 @@ func buildDockerfile(c *cli.Context) error {
 		o.Context = args[1]
 	}
 	if st, err := os.Stat(o.Context); err != nil || !st.IsDir() {
-		return fail("image build: the context %s is not a directory", o.Context)
+		return e.Fail("image build: the context %s is not a directory", o.Context)
 	}
 	for _, kv := range c.StringSlice("build-arg") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return fail("invalid --build-arg %q: KEY=VALUE", kv)
+			return e.Fail("invalid --build-arg %q: KEY=VALUE", kv)
 		}
 		o.BuildArgs[k] = v
 	}
@@ -70,36 +70,36 @@ func buildDockerfile(c *cli.Context) error {
 	}{{"memory", &o.MemoryBytes}, {"tmp-size", &o.TmpBytes}, {"disk", &o.DiskBytes}} {
 		v, err := units.RAMInBytes(c.String(s.flag))
 		if err != nil || v <= 0 {
-			return fail("invalid --%s %q: a size such as 512m or 2g", s.flag, c.String(s.flag))
+			return e.Fail("invalid --%s %q: a size such as 512m or 2g", s.flag, c.String(s.flag))
 		}
 		*s.dst = v
 	}
 	f, err := os.Open(c.String("file"))
 	if err != nil {
-		return fail("image build: %v", err)
+		return e.Fail("image build: %v", err)
 	}
 	df, err := imagebuild.Parse(filepath.Base(c.String("file")), f)
 	f.Close()
 	if err != nil {
-		return fail("%v", err)
+		return e.Fail("%v", err)
 	}
 	o.Dockerfile = df
-	r, err := connect(c, os.Stderr, false)
+	r, err := e.Connect(c, os.Stderr, false)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	start := time.Now()
-	res, err := buildFromDockerfile(c, r, o)
+	res, err := e.buildFromDockerfile(c, r, o)
 	var se *imagebuild.StepError
 	if errors.As(err, &se) {
 		if se.Tail != "" {
 			fmt.Fprintf(os.Stderr, "boxer: output of the failed step (last lines):\n%s\n", se.Tail)
 		}
-		return fail("building image %s: %v", o.Name, err)
+		return e.Fail("building image %s: %v", o.Name, err)
 	}
 	if err != nil {
-		return fail("building image %s: %v", o.Name, err)
+		return e.Fail("building image %s: %v", o.Name, err)
 	}
 	fmt.Fprintf(os.Stderr, "boxer: image %s ready (%s) in %.1fs: %d steps, %d cached, %d sandboxes run\n",
 		res.Name, res.Digest, time.Since(start).Seconds(), res.Steps, res.Cached, res.Ran)
@@ -107,10 +107,10 @@ func buildDockerfile(c *cli.Context) error {
 }
 
 // listSteps is 'image ls --steps'.
-func listSteps(c *cli.Context, client *containerd.Client) error {
+func (e Env) listSteps(c *cli.Context, client *containerd.Client) error {
 	entries, err := imagebuild.CacheEntries(c.Context, client)
 	if err != nil {
-		return fail("%v", err)
+		return e.Fail("%v", err)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tCREATED\tSTEP")
@@ -120,19 +120,19 @@ func listSteps(c *cli.Context, client *containerd.Client) error {
 	return w.Flush()
 }
 
-func imagePruneCommand() *cli.Command {
+func (e Env) imagePruneCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "prune",
 		Usage: "remove the Dockerfile build cache (the " + imagebuild.CachePrefix + "... entries)",
 		Description: `Each layer a Dockerfile build makes is kept as an image named
 ` + imagebuild.CachePrefix + `<key>, so that a rebuild reuses it; prune removes them all.
 Layers the built images use stay.`,
-		OnUsageError: usageError,
+		OnUsageError: e.UsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
-				return fail("image prune takes no arguments")
+				return e.Fail("image prune takes no arguments")
 			}
-			r, err := connect(c, os.Stderr, false)
+			r, err := e.Connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
@@ -142,7 +142,7 @@ Layers the built images use stay.`,
 				fmt.Println(n)
 			}
 			if err != nil {
-				return fail("%v", err)
+				return e.Fail("%v", err)
 			}
 			return nil
 		},

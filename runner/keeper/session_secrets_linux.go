@@ -1,4 +1,4 @@
-package session
+package keeper
 
 // A session's secrets: delivered as a run's, held for its life by its keeper.
 
@@ -18,6 +18,7 @@ import (
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	box "github.com/boxer-dev/boxer/runner/sandbox"
 	"github.com/boxer-dev/boxer/secrets"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
@@ -29,7 +30,7 @@ import (
 // headers. What outlives the command that made it is the rest: the values
 // that mask the output of every call and process, and the injections and
 // CA's key its gateway needs. Those its maker hands to the session's
-// keeper, which lives as long as the session, over a pipe (keeperHandoff,
+// keeper, which lives as long as the session, over a pipe (Handoff,
 // keeperSecretsEnv): never a file, a command line, an environment or
 // containerd. The keeper masks its processes' output before it keeps it,
 // and answers a call's command with the values to mask the call's output
@@ -41,7 +42,7 @@ import (
 
 const (
 	// keeperSecretsEnv tells a keeper that its session's secrets
-	// (keeperSecrets, as JSON) come on the pipe of that file number.
+	// (Secrets, as JSON) come on the pipe of that file number.
 	keeperSecretsEnv = "BOXER_KEEPER_SECRETS"
 	// keeperLockEnv tells a keeper that its lock, held, is that file
 	// number.
@@ -50,8 +51,8 @@ const (
 	handoffTimeout = 10 * time.Second
 )
 
-// keeperSecrets is what a session's keeper holds of its secrets.
-type keeperSecrets struct {
+// Secrets is what a session's keeper holds of its secrets.
+type Secrets struct {
 	// Masks are every secret of the session, masked in its output.
 	Masks []secrets.Named `json:"masks"`
 	// Inject are the headers its gateway sets, with the CA that
@@ -61,17 +62,17 @@ type keeperSecrets struct {
 	CAKey  []byte             `json:"ca_key,omitempty"`
 }
 
-// keeperHandoff is what a session's maker hands its keeper: the
+// Handoff is what a session's maker hands its keeper: the
 // gateway's sockets (none without network), its lock, held, and its
 // secrets (nil without).
-type keeperHandoff struct {
+type Handoff struct {
 	gateway []*os.File
 	lock    *os.File
-	secrets *keeperSecrets
+	Secrets *Secrets
 }
 
 // close closes the handoff's files (this process's copies).
-func (h keeperHandoff) close() {
+func (h Handoff) close() {
 	for _, f := range h.gateway {
 		f.Close()
 	}
@@ -80,13 +81,13 @@ func (h keeperHandoff) close() {
 	}
 }
 
-// keeperSecrets is what the keeper of session sb holds; nil for a
+// SecretsOf is what the keeper of session sb holds; nil for a
 // session without secrets.
-func (sb *sandbox) keeperSecrets() (*keeperSecrets, error) {
+func (r *Layer) SecretsOf(sb *box.Sandbox) (*Secrets, error) {
 	if len(sb.Plan.Names) == 0 {
 		return nil, nil
 	}
-	ks := &keeperSecrets{Masks: sb.r.Named(sb.Plan.Names), Inject: sb.Injections}
+	ks := &Secrets{Masks: r.Named(sb.Plan.Names), Inject: sb.Injections}
 	if sb.CA != nil {
 		key, err := sb.CA.KeyPEM()
 		if err != nil {
@@ -97,10 +98,10 @@ func (sb *sandbox) keeperSecrets() (*keeperSecrets, error) {
 	return ks, nil
 }
 
-// handKeeper starts the keeper of made session sb with its lock, held,
+// HandKeeper starts the keeper of made session sb with its lock, held,
 // its gateway's sockets and its secrets: a keeper another command starts
 // meanwhile finds the session kept, and cannot serve it without them.
-func (r *Layer) handKeeper(ctx context.Context, sb *sandbox, h keeperHandoff) error {
+func (r *Layer) HandKeeper(ctx context.Context, sb *box.Sandbox, h Handoff) error {
 	lock, err := os.OpenFile(filepath.Join(sb.RunDir, keeperLock), os.O_CREATE|os.O_RDWR, 0o600)
 	if err == nil {
 		if err = unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -112,7 +113,7 @@ func (r *Layer) handKeeper(ctx context.Context, sb *sandbox, h keeperHandoff) er
 		return fmt.Errorf("locking the session's keeper: %w", err)
 	}
 	h.lock = lock
-	if _, err := r.spawnKeeper(sb.RunDir, sb.ID, h); err != nil {
+	if _, err := r.SpawnKeeper(sb.RunDir, sb.ID, h); err != nil {
 		return err
 	}
 	log.G(ctx).Debugf("session %s: its keeper holds it", sb.ID)
@@ -121,7 +122,7 @@ func (r *Layer) handKeeper(ctx context.Context, sb *sandbox, h keeperHandoff) er
 
 // handSecrets writes ks to the keeper's end of a pipe and closes it. The
 // encoded copy is cleared once written.
-func handSecrets(w *os.File, ks *keeperSecrets) error {
+func handSecrets(w *os.File, ks *Secrets) error {
 	defer w.Close()
 	data, err := json.Marshal(ks)
 	if err != nil {
@@ -137,7 +138,7 @@ func handSecrets(w *os.File, ks *keeperSecrets) error {
 
 // inheritedSecrets reads the secrets the keeper's maker handed it; nil
 // when it handed none.
-func inheritedSecrets() (*keeperSecrets, error) {
+func inheritedSecrets() (*Secrets, error) {
 	n, err := strconv.Atoi(os.Getenv(keeperSecretsEnv))
 	if err != nil {
 		return nil, nil
@@ -151,7 +152,7 @@ func inheritedSecrets() (*keeperSecrets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the session's secrets: %w", err)
 	}
-	var ks keeperSecrets
+	var ks Secrets
 	if err := json.Unmarshal(data, &ks); err != nil {
 		return nil, fmt.Errorf("reading the session's secrets: %w", err)
 	}
@@ -161,11 +162,11 @@ func inheritedSecrets() (*keeperSecrets, error) {
 // deliveredSecrets are the session's secrets a keeper started again
 // finds: those delivered in its sandbox's /run (the injected ones were
 // its first keeper's alone).
-func deliveredSecrets(runDir string, rec sessionRecord) *keeperSecrets {
+func deliveredSecrets(runDir string, rec keptRecord) *Secrets {
 	if len(rec.Request.Secrets) == 0 {
 		return nil
 	}
-	ks := &keeperSecrets{}
+	ks := &Secrets{}
 	for _, ref := range rec.Request.SecretRefs() {
 		value, err := os.ReadFile(filepath.Join(reaper.RunMountDir(runDir), filepath.Base(contract.SecretsDir), ref.Name))
 		if err == nil {
@@ -175,10 +176,20 @@ func deliveredSecrets(runDir string, rec sessionRecord) *keeperSecrets {
 	return ks
 }
 
+// keptRecord is what a keeper reads of its session's record (package
+// session's sessionRecord, in RecordFile).
+type keptRecord struct {
+	Request   contract.Request `json:"request"`
+	SecretEnv []string         `json:"secret_env,omitempty"`
+}
+
+// RecordFile is a session's record in its run directory.
+const RecordFile = "session.json"
+
 // readSessionRecord reads the record of the session in runDir.
-func readSessionRecord(runDir string) (sessionRecord, error) {
-	var rec sessionRecord
-	data, err := os.ReadFile(filepath.Join(runDir, sessionRecordFile))
+func readSessionRecord(runDir string) (keptRecord, error) {
+	var rec keptRecord
+	data, err := os.ReadFile(filepath.Join(runDir, RecordFile))
 	if err == nil {
 		err = json.Unmarshal(data, &rec)
 	}
@@ -187,7 +198,7 @@ func readSessionRecord(runDir string) (sessionRecord, error) {
 
 // gatewayCA is the CA the keeper's gateway injects headers with; nil
 // without injections.
-func (ks *keeperSecrets) gatewayCA() (*egress.CA, error) {
+func (ks *Secrets) gatewayCA() (*egress.CA, error) {
 	if ks == nil || len(ks.Inject) == 0 {
 		return nil, nil
 	}
@@ -195,23 +206,23 @@ func (ks *keeperSecrets) gatewayCA() (*egress.CA, error) {
 }
 
 // masks are the values the keeper masks, none without secrets.
-func (ks *keeperSecrets) masks() []secrets.Named {
+func (ks *Secrets) masks() []secrets.Named {
 	if ks == nil {
 		return nil
 	}
 	return ks.Masks
 }
 
-// sessionMasks are the values that mask the output of a call in s: its
+// SessionMasks are the values that mask the output of a call in s: its
 // keeper's. A session with secrets whose keeper cannot be reached is
 // refused the call: its output would go unmasked.
-func (r *Layer) sessionMasks(ctx context.Context, s *liveSession) ([]secrets.Named, error) {
-	if len(s.rec.Request.Secrets) == 0 {
+func (r *Layer) SessionMasks(ctx context.Context, id string, req contract.Request) ([]secrets.Named, error) {
+	if len(req.Secrets) == 0 {
 		return nil, nil
 	}
 	var masks []secrets.Named
-	err := r.toKeeper(ctx, s.id, "", func(kc *keeperClient) error {
-		return kc.call(ctx, "GET", "/masks", nil, nil, &masks)
+	err := r.toKeeper(ctx, id, "", func(kc *Client) error {
+		return kc.Call(ctx, "GET", "/masks", nil, nil, &masks)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the session's keeper, which masks its secrets, cannot be reached: %w", err)
@@ -219,9 +230,9 @@ func (r *Layer) sessionMasks(ctx context.Context, s *liveSession) ([]secrets.Nam
 	return masks, nil
 }
 
-// maskCall puts masks between a call's program and its capped streams;
+// MaskCall puts masks between a call's program and its capped streams;
 // flush passes on what they held back once the call is over.
-func maskCall(masks []secrets.Named, stdout, stderr io.Writer) (io.Writer, io.Writer, func()) {
+func MaskCall(masks []secrets.Named, stdout, stderr io.Writer) (io.Writer, io.Writer, func()) {
 	if len(masks) == 0 {
 		return stdout, stderr, func() {}
 	}
@@ -232,9 +243,9 @@ func maskCall(masks []secrets.Named, stdout, stderr io.Writer) (io.Writer, io.Wr
 	}
 }
 
-// withSecretEnv wraps a session process's args so that it starts with
+// WithSecretEnv wraps a session process's args so that it starts with
 // the session's ",env" secrets as variables (secretEnvScript).
-func withSecretEnv(args, names, env []string) []string {
+func WithSecretEnv(args, names, env []string) []string {
 	if len(names) == 0 {
 		return args
 	}
@@ -275,5 +286,5 @@ func containsAny(b []byte, values [][]byte) bool {
 	return false
 }
 
-// errSecretsKeeper: a session with secrets needs a keeper to hold them.
-var errSecretsKeeper = errors.New("needs the session's keeper to hold them, which this boxer cannot start: use the boxer binary")
+// ErrSecretsKeeper: a session with secrets needs a keeper to hold them.
+var ErrSecretsKeeper = errors.New("needs the session's keeper to hold them, which this boxer cannot start: use the boxer binary")

@@ -1,4 +1,4 @@
-package session
+package keeper
 
 // A session's processes, from its clients: the keeper's other end.
 
@@ -24,9 +24,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// keeperStart is how long a command waits for a keeper it started to
+// StartWait is how long a command waits for a keeper it started to
 // answer.
-const keeperStart = 10 * time.Second
+const StartWait = 10 * time.Second
 
 // keeperRival is how long a command whose keeper exited at once waits
 // for the one that holds the session to answer.
@@ -34,33 +34,33 @@ const keeperRival = 3 * time.Second
 
 // keeperFor returns a client of session id's keeper, starting the keeper
 // when none answers. The caller must own the session.
-func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*keeperClient, error) {
-	s, err := r.loadSession(ctx, id, caller, false)
+func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*Client, error) {
+	runDir, err := r.sessions.RunDir(ctx, id, caller)
 	if err != nil {
 		return nil, err
 	}
-	kc := newKeeperClient(filepath.Join(s.runDir, keeperSock))
-	if kc.alive(ctx) {
+	kc := NewClient(filepath.Join(runDir, Sock))
+	if kc.Alive(ctx) {
 		return kc, nil
 	}
-	exited, err := r.spawnKeeper(s.runDir, id, keeperHandoff{})
+	exited, err := r.SpawnKeeper(runDir, id, Handoff{})
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.After(keeperStart)
+	deadline := time.After(StartWait)
 	var gone <-chan time.Time
-	for !kc.alive(ctx) {
+	for !kc.Alive(ctx) {
 		select {
 		case <-exited:
 			// Another keeper may have won the lock (the one started
 			// with the session, still starting): it answers soon. With
 			// no keeper holding the lock, this one failed.
-			if !keeperLocked(s.runDir) && !kc.alive(ctx) {
-				return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+			if !keeperLocked(runDir) && !kc.Alive(ctx) {
+				return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(runDir, keeperLog)))
 			}
 			exited, gone = nil, time.After(keeperRival)
 		case <-gone:
-			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(s.runDir, keeperLog)))
+			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(runDir, keeperLog)))
 		case <-deadline:
 			return nil, errors.New("the session's keeper did not answer in 10s")
 		case <-ctx.Done():
@@ -71,12 +71,12 @@ func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*keeperClient
 	return kc, nil
 }
 
-// spawnKeeper starts session id's keeper, detached, and does not wait
+// SpawnKeeper starts session id's keeper, detached, and does not wait
 // for it: exited is closed when the process ends (at once, if another
 // keeper holds the session). h is what the session's maker hands it (see
-// keeperHandoff); a keeper started again gets nothing. Its environment
+// Handoff); a keeper started again gets nothing. Its environment
 // is this process's without the secrets' values (keeperEnv).
-func (r *Layer) spawnKeeper(runDir, id string, h keeperHandoff) (exited chan struct{}, err error) {
+func (r *Layer) SpawnKeeper(runDir, id string, h Handoff) (exited chan struct{}, err error) {
 	defer h.close()
 	if len(r.keeper) == 0 {
 		return nil, errors.New("this boxer cannot start a session's keeper (no keeper command): use the boxer binary")
@@ -105,7 +105,7 @@ func (r *Layer) spawnKeeper(runDir, id string, h keeperHandoff) (exited chan str
 		hand(h.lock, keeperLockEnv)
 	}
 	var secretsW *os.File
-	if h.secrets != nil {
+	if h.Secrets != nil {
 		pr, pw, err := os.Pipe()
 		if err != nil {
 			return nil, fmt.Errorf("starting the session's keeper: %w", err)
@@ -126,7 +126,7 @@ func (r *Layer) spawnKeeper(runDir, id string, h keeperHandoff) (exited chan str
 		close(exited)
 	}()
 	if secretsW != nil {
-		if err := handSecrets(secretsW, h.secrets); err != nil {
+		if err := handSecrets(secretsW, h.Secrets); err != nil {
 			_ = cmd.Process.Kill()
 			return nil, err
 		}
@@ -158,14 +158,14 @@ func (r *Layer) StartProcess(ctx context.Context, id, caller string, req contrac
 		return contract.ProcessInfo{}, err
 	}
 	var info contract.ProcessInfo
-	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+	err := r.toKeeper(ctx, id, caller, func(kc *Client) error {
 		// Counted until its keeper counts it.
-		release, err := r.holdProcess(ctx, caller, true)
+		release, err := r.sessions.HoldProcess(ctx, caller, true)
 		if err != nil {
 			return err
 		}
 		defer release()
-		return kc.call(ctx, "POST", "/processes", nil, jsonBody(req), &info)
+		return kc.Call(ctx, "POST", "/processes", nil, jsonBody(req), &info)
 	})
 	return info, err
 }
@@ -173,8 +173,8 @@ func (r *Layer) StartProcess(ctx context.Context, id, caller string, req contrac
 // Processes lists session id's processes, running and ended.
 func (r *Layer) Processes(ctx context.Context, id, caller string) ([]contract.ProcessInfo, error) {
 	var out []contract.ProcessInfo
-	err := r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
-		return kc.call(ctx, "GET", "/processes", nil, nil, &out)
+	err := r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		return kc.Call(ctx, "GET", "/processes", nil, nil, &out)
 	})
 	return out, err
 }
@@ -182,8 +182,8 @@ func (r *Layer) Processes(ctx context.Context, id, caller string) ([]contract.Pr
 // SignalProcess sends sig to process ref (its number or tag) of session
 // id, and to what it started for SIGKILL.
 func (r *Layer) SignalProcess(ctx context.Context, id, caller, ref string, sig syscall.Signal) error {
-	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
-		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/signal", url.Values{"signal": {strconv.Itoa(int(sig))}}, nil, nil)
+	return r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		return kc.Call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/signal", url.Values{"signal": {strconv.Itoa(int(sig))}}, nil, nil)
 	})
 }
 
@@ -194,15 +194,15 @@ func (r *Layer) SendStdin(ctx context.Context, id, caller, ref string, in io.Rea
 	if close {
 		q.Set("close", "1")
 	}
-	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
-		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/stdin", q, in, nil)
+	return r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		return kc.Call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/stdin", q, in, nil)
 	})
 }
 
 // ResizeProcess changes the size of process ref's terminal.
 func (r *Layer) ResizeProcess(ctx context.Context, id, caller, ref string, size contract.TermSize) error {
-	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
-		return kc.call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/resize", nil, jsonBody(size), nil)
+	return r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		return kc.Call(ctx, "POST", "/processes/"+url.PathEscape(ref)+"/resize", nil, jsonBody(size), nil)
 	})
 }
 
@@ -212,7 +212,7 @@ func (r *Layer) ResizeProcess(ctx context.Context, id, caller, ref string, size 
 // of it is held by its adapter (HoldStream), from before the process
 // starts for a stream that starts it.
 func (r *Layer) AttachProcess(ctx context.Context, id, caller, ref string, from int64, fn func(contract.ProcessEvent) error) error {
-	return r.toKeeper(ctx, id, caller, func(kc *keeperClient) error {
+	return r.toKeeper(ctx, id, caller, func(kc *Client) error {
 		resp, err := kc.do(ctx, "GET", "/processes/"+url.PathEscape(ref)+"/output", url.Values{"from": {strconv.FormatInt(from, 10)}}, nil)
 		if err != nil {
 			return err
@@ -238,7 +238,7 @@ func (r *Layer) AttachProcess(ctx context.Context, id, caller, ref string, from 
 }
 
 // toKeeper runs f with session id's keeper.
-func (r *Layer) toKeeper(ctx context.Context, id, caller string, f func(*keeperClient) error) error {
+func (r *Layer) toKeeper(ctx context.Context, id, caller string, f func(*Client) error) error {
 	kc, err := r.keeperFor(ctx, id, caller)
 	if err != nil {
 		return err
@@ -246,13 +246,15 @@ func (r *Layer) toKeeper(ctx context.Context, id, caller string, f func(*keeperC
 	return f(kc)
 }
 
-// keeperClient speaks to one keeper.
-type keeperClient struct {
-	http *http.Client
+// Client speaks to one keeper.
+type Client struct {
+	// HTTP speaks to it on its socket.
+	HTTP *http.Client
 }
 
-func newKeeperClient(sock string) *keeperClient {
-	return &keeperClient{http: &http.Client{Transport: &http.Transport{
+// NewClient returns a client of the keeper listening on sock.
+func NewClient(sock string) *Client {
+	return &Client{HTTP: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
@@ -261,15 +263,15 @@ func newKeeperClient(sock string) *keeperClient {
 	}}}
 }
 
-// alive says whether a keeper answers.
-func (kc *keeperClient) alive(ctx context.Context) bool {
+// Alive says whether a keeper answers.
+func (kc *Client) Alive(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var out []contract.ProcessInfo
-	return kc.call(ctx, "GET", "/processes", nil, nil, &out) == nil
+	return kc.Call(ctx, "GET", "/processes", nil, nil, &out) == nil
 }
 
-func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
+func (kc *Client) do(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Response, error) {
 	u := "http://keeper" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -278,7 +280,7 @@ func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Value
 	if err != nil {
 		return nil, err
 	}
-	resp, err := kc.http.Do(req)
+	resp, err := kc.HTTP.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("reaching the session's keeper: %w", err)
 	}
@@ -301,7 +303,9 @@ func (kc *keeperClient) do(ctx context.Context, method, path string, q url.Value
 	return resp, nil
 }
 
-func (kc *keeperClient) call(ctx context.Context, method, path string, q url.Values, body io.Reader, out any) error {
+// Call asks the keeper method path, with q and body, and decodes its
+// answer into out (nil: none is read).
+func (kc *Client) Call(ctx context.Context, method, path string, q url.Values, body io.Reader, out any) error {
 	resp, err := kc.do(ctx, method, path, q, body)
 	if err != nil {
 		return err

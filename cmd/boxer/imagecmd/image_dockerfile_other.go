@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package imagecmd
 
 import (
 	"errors"
@@ -11,6 +11,6 @@ import (
 )
 
 // buildFromDockerfile fails: build steps are sandboxes on Linux.
-func buildFromDockerfile(*cli.Context, *runner.Runner, imagebuild.Options) (imagebuild.Result, error) {
+func (Env) buildFromDockerfile(*cli.Context, *runner.Runner, imagebuild.Options) (imagebuild.Result, error) {
 	return imagebuild.Result{}, errors.New("building from a Dockerfile needs Linux")
 }

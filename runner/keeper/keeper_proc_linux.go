@@ -1,4 +1,4 @@
-package session
+package keeper
 
 // A keeper's processes: starting one, its output, stdin, signals.
 
@@ -65,7 +65,7 @@ func (k *keeper) start(req contract.ProcessRequest) (contract.ProcessInfo, error
 
 	proc := *k.spec.Process
 	proc.Env = box.BuildEnv(k.spec.Process.Env, req.Env)
-	proc.Args = append([]string{oci.InitPath, "-a", "--"}, withSecretEnv(req.Args, k.secretEnv, proc.Env)...)
+	proc.Args = append([]string{oci.InitPath, "-a", "--"}, WithSecretEnv(req.Args, k.secretEnv, proc.Env)...)
 	proc.Cwd = p.info.Cwd
 	var stdin io.Reader
 	if req.Stdin || req.PTY != nil {

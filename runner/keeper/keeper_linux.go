@@ -1,4 +1,4 @@
-package session
+package keeper
 
 // A session's keeper: the host process that holds its processes.
 
@@ -43,7 +43,8 @@ import (
 // lose their output, and the next command starts a new keeper.
 
 const (
-	keeperSock = "keeper.sock"
+	// Sock is the keeper's socket in its session's run directory.
+	Sock       = "keeper.sock"
 	keeperLock = "keeper.lock"
 	keeperLog  = "keeper.log"
 	// keeperFIFOs holds the FIFOs of the processes' streams.
@@ -90,7 +91,7 @@ type keeper struct {
 // (the hidden `boxer keeper ID` command). It returns nil at once when
 // another keeper holds the session.
 func (r *Layer) Keep(ctx context.Context, id string) error {
-	if !validSessionID(id) {
+	if !r.sessions.ValidID(id) {
 		return contract.ErrSessionNotFound
 	}
 	runDir := filepath.Join(r.RunsDir, id)
@@ -137,7 +138,7 @@ func (r *Layer) Keep(ctx context.Context, id string) error {
 	if err := os.MkdirAll(filepath.Join(runDir, keeperFIFOs), 0o700); err != nil {
 		return err
 	}
-	sock := filepath.Join(runDir, keeperSock)
+	sock := filepath.Join(runDir, Sock)
 	_ = os.Remove(sock)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -203,7 +204,7 @@ func (k *keeper) over() bool {
 	if err != nil || time.Now().Unix() < deadline {
 		return false
 	}
-	reason, _ := k.r.expire(k.ctx, k.c, info, false)
+	reason, _ := k.r.sessions.Expire(k.ctx, k.c, info, false)
 	return reason != ""
 }
 

@@ -1,4 +1,4 @@
-package main
+package imagecmd
 
 import (
 	"errors"
@@ -23,23 +23,27 @@ const (
 	defaultMirror = "http://deb.debian.org/debian"
 )
 
-func imageCommand() *cli.Command {
+// Command is boxer's image command: build, import, pull, list and
+// remove images, and prune the Dockerfile build cache.
+func Command(e Env) *cli.Command {
 	return &cli.Command{
 		Name:         "image",
 		Usage:        "build, import, pull, list and remove images",
-		OnUsageError: usageError,
-		Subcommands:  []*cli.Command{imageBuildCommand(), imageImportCommand(), imagePullCommand(), imageLsCommand(), imageRmCommand(), imagePruneCommand()},
+		OnUsageError: e.UsageError,
+		Subcommands:  []*cli.Command{e.imageBuildCommand(), e.imageImportCommand(), e.imagePullCommand(), e.imageLsCommand(), e.imageRmCommand(), e.imagePruneCommand()},
 	}
 }
 
-func debianFlags() []cli.Flag {
+// DebianFlags are the flags of a Debian image build (image build,
+// setup).
+func DebianFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "suite", Value: defaultSuite, Usage: "Debian suite"},
 		&cli.StringFlag{Name: "mirror", Value: defaultMirror, Usage: "Debian mirror `URL`"},
 	}
 }
 
-func imageBuildCommand() *cli.Command {
+func (e Env) imageBuildCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "build",
 		Usage:     "build a minimal Debian image with debootstrap, or an image from a Dockerfile (-f)",
@@ -53,18 +57,18 @@ With -f, each RUN of the Dockerfile runs in a sandbox of its own and each
 step's layer is cached (see 'boxer image prune'):
 
   boxer image build myenv -f Dockerfile --allow-host pypi.org --allow-host files.pythonhosted.org .`,
-		OnUsageError: usageError,
+		OnUsageError: e.UsageError,
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "packages", Usage: "comma-separated Debian packages, e.g. python3,tzdata"},
-		}, debianFlags()...), dockerfileFlags()...),
+		}, DebianFlags()...), dockerfileFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.String("file") != "" {
-				return buildDockerfile(c)
+				return e.buildDockerfile(c)
 			}
 			packages, suite, mirror := c.String("packages"), c.String("suite"), c.String("mirror")
 			args := c.Args().Slice()
 			if len(args) != 1 {
-				return fail("image build needs exactly one NAME, e.g. 'boxer image build mypy --packages python3'")
+				return e.Fail("image build needs exactly one NAME, e.g. 'boxer image build mypy --packages python3'")
 			}
 			var pkgs []string
 			for _, p := range strings.Split(packages, ",") {
@@ -72,7 +76,7 @@ step's layer is cached (see 'boxer image prune'):
 					pkgs = append(pkgs, p)
 				}
 			}
-			return buildImage(c, snapshots.BuildOptions{
+			return e.BuildImage(c, snapshots.BuildOptions{
 				Name:     args[0],
 				Packages: pkgs,
 				Suite:    suite,
@@ -82,20 +86,22 @@ step's layer is cached (see 'boxer image prune'):
 	}
 }
 
-func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
-	if err := validPackages(o.Packages); err != nil {
+// BuildImage builds a minimal Debian image with debootstrap (image
+// build, setup).
+func (e Env) BuildImage(c *cli.Context, o snapshots.BuildOptions) error {
+	if err := e.validPackages(o.Packages); err != nil {
 		return err
 	}
 	if !validName.MatchString(o.Name) {
-		return fail("invalid image name %q: use lowercase letters, digits and . _ - /", o.Name)
+		return e.Fail("invalid image name %q: use lowercase letters, digits and . _ - /", o.Name)
 	}
 	if !validSuite.MatchString(o.Suite) {
-		return fail("invalid --suite %q: a Debian suite such as bookworm", o.Suite)
+		return e.Fail("invalid --suite %q: a Debian suite such as bookworm", o.Suite)
 	}
 	if u, err := url.Parse(o.Mirror); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fail("invalid --mirror %q: an http(s) URL such as %s", o.Mirror, defaultMirror)
+		return e.Fail("invalid --mirror %q: an http(s) URL such as %s", o.Mirror, defaultMirror)
 	}
-	r, err := connect(c, os.Stderr, false)
+	r, err := e.Connect(c, os.Stderr, false)
 	if err != nil {
 		return err
 	}
@@ -105,10 +111,10 @@ func buildImage(c *cli.Context, o snapshots.BuildOptions) error {
 	start := time.Now()
 	img, err := snapshots.Build(c.Context, r.Client(), o)
 	if fault.Is(err) {
-		return hostFault(err)
+		return e.HostFault(err)
 	}
 	if err != nil {
-		return fail("building image %s: %v", o.Name, err)
+		return e.Fail("building image %s: %v", o.Name, err)
 	}
 	fmt.Fprintf(os.Stderr, "boxer: image %s ready (%s) in %.1fs\n", img.Name, img.Digest, time.Since(start).Seconds())
 	return nil
@@ -120,38 +126,38 @@ var (
 )
 
 // validPackages refuses names debootstrap would pass to apt as options.
-func validPackages(pkgs []string) error {
+func (e Env) validPackages(pkgs []string) error {
 	for _, p := range pkgs {
 		for i, ch := range p {
 			ok := ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || i > 0 && strings.ContainsRune("+-.", ch)
 			if !ok {
-				return fail("invalid Debian package name %q", p)
+				return e.Fail("invalid Debian package name %q", p)
 			}
 		}
 	}
 	return nil
 }
 
-func imageLsCommand() *cli.Command {
+func (e Env) imageLsCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "ls",
 		Usage:        "list images: name, digest, size, creation time",
-		OnUsageError: usageError,
+		OnUsageError: e.UsageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "steps", Usage: "list the Dockerfile build cache instead: each entry and its step"},
 		},
 		Action: func(c *cli.Context) error {
-			r, err := connect(c, os.Stderr, false)
+			r, err := e.Connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
 			if c.Bool("steps") {
-				return listSteps(c, r.Client())
+				return e.listSteps(c, r.Client())
 			}
 			imgs, err := snapshots.List(c.Context, r.Client())
 			if err != nil {
-				return fail("%v", err)
+				return e.Fail("%v", err)
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "NAME\tDIGEST\tSIZE\tCREATED")
@@ -163,7 +169,7 @@ func imageLsCommand() *cli.Command {
 	}
 }
 
-func imageRmCommand() *cli.Command {
+func (e Env) imageRmCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "rm",
 		Usage:     "remove images",
@@ -171,12 +177,12 @@ func imageRmCommand() *cli.Command {
 		Description: `Removes each name. The image itself goes with its last name: removing one of
 several names of an image only removes that name. The last name of an
 image that a running sandbox uses is refused.`,
-		OnUsageError: usageError,
+		OnUsageError: e.UsageError,
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
-				return fail("image rm needs at least one REF (see 'boxer image ls')")
+				return e.Fail("image rm needs at least one REF (see 'boxer image ls')")
 			}
-			r, err := connect(c, os.Stderr, false)
+			r, err := e.Connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
@@ -184,9 +190,9 @@ image that a running sandbox uses is refused.`,
 			for _, ref := range c.Args().Slice() {
 				err := snapshots.Remove(c.Context, r.Client(), ref)
 				if errors.Is(err, snapshots.ErrImageNotFound) {
-					return fail("image %s not found (see 'boxer image ls')", ref)
+					return e.Fail("image %s not found (see 'boxer image ls')", ref)
 				} else if err != nil {
-					return fail("%v", err)
+					return e.Fail("%v", err)
 				}
 				fmt.Println(ref)
 			}
@@ -195,7 +201,7 @@ image that a running sandbox uses is refused.`,
 	}
 }
 
-func imageImportCommand() *cli.Command {
+func (e Env) imageImportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "import an OCI layout tar or a docker-archive tar ('docker save')",
@@ -203,26 +209,26 @@ func imageImportCommand() *cli.Command {
 		Description: `Prints the names it imported: those the archive gives its images, and REF
 if --name is given. An image the archive leaves unnamed, without --name, is
 named import-<12 hex digits of its manifest digest>.`,
-		OnUsageError: usageError,
+		OnUsageError: e.UsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "name the imported image `REF` (too)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return fail("image import needs exactly one FILE, e.g. 'boxer image import image.tar'")
+				return e.Fail("image import needs exactly one FILE, e.g. 'boxer image import image.tar'")
 			}
 			file := c.Args().First()
 			if st, err := os.Stat(file); err != nil || !st.Mode().IsRegular() {
-				return fail("image import: %s is not a readable file", file)
+				return e.Fail("image import: %s is not a readable file", file)
 			}
-			r, err := connect(c, os.Stderr, false)
+			r, err := e.Connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
 			imgs, err := snapshots.Import(c.Context, r.Client(), file, c.String("name"), os.Stderr)
 			if err != nil {
-				return fail("%v (is it an OCI layout or docker-archive tar?)", err)
+				return e.Fail("%v (is it an OCI layout or docker-archive tar?)", err)
 			}
 			for _, img := range imgs {
 				fmt.Println(img.Name)
@@ -232,31 +238,31 @@ named import-<12 hex digits of its manifest digest>.`,
 	}
 }
 
-func imagePullCommand() *cli.Command {
+func (e Env) imagePullCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "pull",
 		Usage:        "pull an image from a registry",
 		ArgsUsage:    "REF",
 		Description:  `Short names resolve as docker's do: python:3 is docker.io/library/python:3.`,
-		OnUsageError: usageError,
+		OnUsageError: e.UsageError,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "plain-http", Usage: "talk HTTP, not HTTPS, to the registry"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return fail("image pull needs exactly one REF, e.g. 'boxer image pull docker.io/library/python:3.12-slim'")
+				return e.Fail("image pull needs exactly one REF, e.g. 'boxer image pull docker.io/library/python:3.12-slim'")
 			}
-			r, err := connect(c, os.Stderr, false)
+			r, err := e.Connect(c, os.Stderr, false)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			if isTerminal(os.Stderr) {
+			if e.IsTerminal(os.Stderr) {
 				fmt.Fprintf(os.Stderr, "boxer: pulling %s\n", c.Args().First())
 			}
 			img, err := snapshots.Pull(c.Context, r.Client(), c.Args().First(), c.Bool("plain-http"), os.Stderr)
 			if err != nil {
-				return fail("%v", err)
+				return e.Fail("%v", err)
 			}
 			fmt.Println(img.Name)
 			return nil
