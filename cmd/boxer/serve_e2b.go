@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/e2b"
-	"github.com/boxer-dev/boxer/imagebuild"
 	"github.com/boxer-dev/boxer/runner"
 	"github.com/boxer-dev/boxer/server"
 	"github.com/urfave/cli/v2"
@@ -117,9 +115,7 @@ func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []s
 	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit, Records: records, Heir: server.SessionHeir,
 		BuildAllowHosts: c.StringSlice("e2b-build-allow-host"),
 		BuildDir:        filepath.Join(daemon.FromEnv().Root, "e2b-builds", c.String("namespace")),
-		Build: func(ctx context.Context, o imagebuild.Options) (imagebuild.Result, error) {
-			return imagebuild.Build(ctx, r.Host, o)
-		}})
+		Build:           e2bBuilder(r)})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
