@@ -165,10 +165,12 @@ func TestE2BWireSizes(t *testing.T) {
 			body: func() io.Reader {
 				return io.MultiReader(strings.NewReader(`{"templateID":"`), &filler{2 << 20}, strings.NewReader(`"}`))
 			}, code: http.StatusRequestEntityTooLarge, contains: []string{strconv.Itoa(maxBody), "--max-body"}},
+		// An unknown template is 404 (another key's is no different), with
+		// the name cut short.
 		{name: "create of a long template", method: "POST", path: "/v2/sandboxes", ctype: "application/json",
 			body: func() io.Reader {
 				return io.MultiReader(strings.NewReader(`{"templateID":"`), &filler{maxBody - 1024}, strings.NewReader(`"}`))
-			}, code: http.StatusBadRequest, contains: []string{"templateID", "aaaa", "bytes)"}},
+			}, code: http.StatusNotFound, contains: []string{"templateID", "aaaa", "bytes)"}},
 		{name: "get of a long ID", method: "GET", path: "/sandboxes/" + strings.Repeat("c", 512<<10),
 			body: func() io.Reader { return nil }, code: http.StatusNotFound, contains: []string{"cccc", "bytes)"}},
 	}
