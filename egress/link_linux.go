@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/boxer-dev/boxer/internal/nlretry"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -373,7 +374,7 @@ func checkRange(h *netlink.Handle, rng netip.Prefix) error {
 	if !rng.IsValid() {
 		return errors.New("no egress range set")
 	}
-	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+	routes, err := nlretry.Dump(func() ([]netlink.Route, error) { return h.RouteList(nil, netlink.FAMILY_V4) })
 	if err != nil {
 		return fmt.Errorf("listing the host's routes: %w", err)
 	}
@@ -430,7 +431,7 @@ func Sweep(dir string) error {
 			}
 			errs = append(errs, removeLease(lease{dir: dir, n: n}))
 		}
-		links, err := netlink.LinkList()
+		links, err := nlretry.Dump(netlink.LinkList)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing interfaces: %w", err))
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/nlretry"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -81,7 +82,7 @@ func TestLinkRefusesWhatIsNotForTheGateway(t *testing.T) {
 		t.Errorf("IPv6 on the host end: disable_ipv6=%q", data)
 	}
 	inNetns(t, l.Netns, func() {
-		links, _ := netlink.LinkList()
+		links, _ := nlretry.Dump(netlink.LinkList)
 		var names []string
 		for _, k := range links {
 			names = append(names, k.Attrs().Name)

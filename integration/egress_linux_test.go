@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxer-dev/boxer/egress"
 	"github.com/boxer-dev/boxer/internal/fakenet"
+	"github.com/boxer-dev/boxer/internal/nlretry"
 	"github.com/google/nftables"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -450,7 +451,7 @@ func TestEgressBadInput(t *testing.T) {
 		t.Errorf("bad --net-range: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// A range that clashes with a route of the host's is refused, naming it.
-	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	routes, err := nlretry.Dump(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_V4) })
 	must(t, err)
 	for _, rt := range routes {
 		if rt.Dst == nil || strings.HasPrefix(rt.Dst.String(), "127.") {
@@ -485,7 +486,7 @@ func assertNoLinks(t *testing.T) {
 			t.Errorf("address lease %s of %s left behind", e.Name(), data)
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := nlretry.Dump(netlink.LinkList)
 	if err != nil {
 		t.Fatal(err)
 	}

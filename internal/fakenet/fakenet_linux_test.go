@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/nlretry"
 	"github.com/miekg/dns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -756,7 +757,7 @@ func TestClose(t *testing.T) {
 // hostNetwork lists the host's links and routes as strings to compare.
 func hostNetwork(t *testing.T) (links, routes []string) {
 	t.Helper()
-	ls, err := netlink.LinkList()
+	ls, err := nlretry.Dump(netlink.LinkList)
 	if err != nil {
 		t.Fatalf("listing links: %v", err)
 	}
@@ -764,7 +765,7 @@ func hostNetwork(t *testing.T) (links, routes []string) {
 		a := l.Attrs()
 		links = append(links, fmt.Sprintf("%d %s %s %s", a.Index, a.Name, l.Type(), a.Flags))
 	}
-	rs, err := netlink.RouteList(nil, netlink.FAMILY_ALL)
+	rs, err := nlretry.Dump(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_ALL) })
 	if err != nil {
 		t.Fatalf("listing routes: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/boxer-dev/boxer/internal/nlretry"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -104,7 +105,9 @@ func waitLocalRoutes(h *netlink.Handle, addrs []netip.Addr) error {
 		}
 		filter := &netlink.Route{Table: unix.RT_TABLE_LOCAL, Dst: ipNet(netip.PrefixFrom(a, a.BitLen()))}
 		for {
-			routes, err := h.RouteListFiltered(netlink.FAMILY_V6, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)
+			routes, err := nlretry.Dump(func() ([]netlink.Route, error) {
+				return h.RouteListFiltered(netlink.FAMILY_V6, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST)
+			})
 			if err != nil {
 				return fmt.Errorf("listing the local route of %s: %w", a, err)
 			}
