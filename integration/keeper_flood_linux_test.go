@@ -3,6 +3,7 @@ package integration
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,7 +77,8 @@ while time.time() < end:
 				t.Errorf("keeper's peak after 30 s of foreground flood: %d MiB, want under %d MiB", fg>>20, keeperBound>>20)
 			}
 			if !slices.Contains(leftover.Keepers(boxerBin), keeper) {
-				t.Errorf("keeper %d is gone after the floods", keeper)
+				log, _ := os.ReadFile(filepath.Join(stateDir, "runs", id, "keeper.log"))
+				t.Errorf("keeper %d is gone after the floods; its log:\n%s\nsession ls:\n%s", keeper, log, boxer(t, nil, "session", "ls").stdout)
 			}
 		})
 	}
