@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -135,7 +136,12 @@ func (r *Layer) Keep(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("watching session %s: %w", id, err)
 	}
-	if err := os.MkdirAll(filepath.Join(runDir, keeperFIFOs), 0o700); err != nil {
+	// Mkdir, not MkdirAll: a session removed while its keeper started has
+	// no run directory, and its keeper must not make one again (it did,
+	// once, under load: an empty run directory outlived its session).
+	if err := os.Mkdir(filepath.Join(runDir, keeperFIFOs), 0o700); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("session %s: %w", id, contract.ErrSessionNotFound)
+	} else if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	sock := filepath.Join(runDir, Sock)
