@@ -34,11 +34,14 @@ func TestPackageDirection(t *testing.T) {
 		// the other (ready sessions ask warm through an interface).
 		"runner/warm":    {"cmd", "server", "e2b", "fleet", "audit", "runner/session"},
 		"runner/session": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm"},
-		"server":         {"cmd", "e2b"},
-		"e2b":            {"cmd", "server"},
-		"fleet":          {"cmd", "server", "e2b", "runner"},
-		"imagebuild":     {"cmd", "server", "e2b", "fleet", "audit"},
-		"audit":          {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
+		// sessionfs reaches a session's files by its run directory: it
+		// knows nothing of sessions, their keepers or warm sandboxes.
+		"runner/sessionfs": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm", "runner/keeper", "runner/session"},
+		"server":           {"cmd", "e2b"},
+		"e2b":              {"cmd", "server"},
+		"fleet":            {"cmd", "server", "e2b", "runner"},
+		"imagebuild":       {"cmd", "server", "e2b", "fleet", "audit"},
+		"audit":            {"cmd", "server", "e2b", "runner", "oci", "seccomp", "cgroups", "snapshots", "daemon", "reaper", "secrets", "userns", "fleet"},
 		// keeper, below session, asks it through an interface of its
 		// own (keeper.Sessions), and knows nothing of warm sandboxes.
 		"runner/keeper": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm", "runner/session"},
@@ -67,12 +70,12 @@ func TestPackageDirection(t *testing.T) {
 
 // TestRunnerLayers keeps runner's packages in layers, each importing only
 // the ones below it: contract (data), sandbox (what one sandbox is made
-// of), warm (sandboxes made ahead, shared shims), keeper (a live
+// of), sessionfs (a session's files, by its run directory), warm (sandboxes made ahead, shared shims), keeper (a live
 // session's keeper, its client and wire) and session (sessions), then
 // runner itself (docs/internals.md, "Packages of runner").
 func TestRunnerLayers(t *testing.T) {
 	const mod = "github.com/boxer-dev/boxer/"
-	layers := []string{"runner/contract", "runner/sandbox", "runner/warm", "runner/keeper", "runner/session", "runner"}
+	layers := []string{"runner/contract", "runner/sandbox", "runner/sessionfs", "runner/warm", "runner/keeper", "runner/session", "runner"}
 	for i, pkg := range layers {
 		out, err := exec.Command("go", "list", "-deps", mod+pkg).Output()
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/runner/keeper"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
+	"github.com/boxer-dev/boxer/runner/sessionfs"
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 )
@@ -143,7 +144,7 @@ func (r *Layer) call(ctx context.Context, s *liveSession, n int, call contract.S
 		return res, fmt.Errorf("writing code: %w", err)
 	}
 	defer os.Remove(codeFile)
-	workspace := sessionWorkspaceDir(s.runDir)
+	workspace := sessionfs.WorkspaceDir(s.runDir)
 	uid, gid, err := box.HostIDsOf(s.runDir, req.UID, req.GID)
 	if err != nil {
 		return res, err

@@ -18,6 +18,7 @@ import (
 	"github.com/boxer-dev/boxer/oci"
 	"github.com/boxer-dev/boxer/runner/contract"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
+	"github.com/boxer-dev/boxer/runner/sessionfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,7 @@ func (r *Layer) sessionWorkspace(ctx context.Context, id, caller string) (*os.Ro
 	if err != nil {
 		return nil, contract.Request{}, err
 	}
-	root, err := os.OpenRoot(sessionWorkspaceDir(s.runDir))
+	root, err := os.OpenRoot(sessionfs.WorkspaceDir(s.runDir))
 	if err != nil {
 		return nil, contract.Request{}, fmt.Errorf("opening session workspace: %w", err)
 	}

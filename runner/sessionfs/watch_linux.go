@@ -1,4 +1,4 @@
-package session
+package sessionfs
 
 // Watching a directory of a session for changes, from the host.
 
@@ -49,7 +49,7 @@ type watchedDir struct {
 type dirWatch struct {
 	root      *os.Root
 	w         *fsnotify.Watcher
-	base      sandboxPath
+	base      Path
 	recursive bool
 	// dirs are the watched directories by their descriptor's name;
 	// byRel by their rel.
@@ -57,51 +57,32 @@ type dirWatch struct {
 	byRel map[string]string
 }
 
-// WatchSessionDir watches the directory p of session id of caller (and,
-// recursive, the directories under it, those made later too) and
-// returns its events until ctx ends or the session does. It returns once
-// the directory is watched: what changes after that is told. Each watch
-// is an inotify instance of the host's root: past the caller's ceiling,
-// or the server's, it is refused with a LimitError.
-func (r *Layer) WatchSessionDir(ctx context.Context, id, caller, p string, recursive bool) (_ *contract.SessionWatch, retErr error) {
-	sp, err := parseSandboxPath(contract.FieldPath, p)
-	if err != nil {
-		return nil, err
-	}
-	sf, err := r.openSessionFiles(ctx, id, caller)
-	if err != nil {
-		return nil, err
-	}
-	defer sf.Close()
-	release, err := r.holdWatch(caller)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if retErr != nil {
-			release()
-		}
-	}()
-	root, err := sf.root(sp)
+// Watch watches the directory p (and, recursive, the directories under
+// it, those made later too) and returns its events until ctx ends, alive
+// says the session is over (asked every watchPoll) or the watched
+// directory goes. It returns once the directory is watched: what changes
+// after that is told. done is called when a watch it returned ends.
+func (f *Files) Watch(ctx context.Context, p Path, recursive bool, alive func(context.Context) error, done func()) (*contract.SessionWatch, error) {
+	root, err := f.root(p)
 	if err != nil {
 		return nil, err
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		root.Close()
-		return nil, fmt.Errorf("watching %s: %w", sp.abs, err)
+		return nil, fmt.Errorf("watching %s: %w", p.Abs, err)
 	}
-	dw := &dirWatch{root: root, w: w, base: sp, recursive: recursive, dirs: map[string]*watchedDir{}, byRel: map[string]string{}}
-	if err := dw.add(sp.rel, sp.abs, true, nil); err != nil {
+	dw := &dirWatch{root: root, w: w, base: p, recursive: recursive, dirs: map[string]*watchedDir{}, byRel: map[string]string{}}
+	if err := dw.add(p.Rel, p.Abs, true, nil); err != nil {
 		dw.close()
-		return nil, box.FSError(sp.abs, err)
+		return nil, box.FSError(p.Abs, err)
 	}
 	events := make(chan contract.FileEvent, 64)
 	sw := &contract.SessionWatch{Events: events, Done: make(chan struct{})}
 	go func() {
-		sw.Failure = dw.run(ctx, r, id, caller, events)
+		sw.Failure = dw.run(ctx, alive, events)
 		dw.close()
-		release()
+		done()
 		close(sw.Done)
 		close(events)
 	}()
@@ -117,7 +98,7 @@ func (r *Layer) WatchSessionDir(ctx context.Context, id, caller, p string, recur
 // untold.
 func (dw *dirWatch) add(rel, abs string, first bool, found func(abs string)) error {
 	if len(dw.dirs) >= maxWatchDirs {
-		return contract.FieldErr("recursive", "%s holds more than %d directories, the most one watch takes: watch one further down, or not recursively", dw.base.abs, maxWatchDirs)
+		return contract.FieldErr("recursive", "%s holds more than %d directories, the most one watch takes: watch one further down, or not recursively", dw.base.Abs, maxWatchDirs)
 	}
 	flag := os.O_RDONLY | unix.O_DIRECTORY
 	if !first {
@@ -180,8 +161,8 @@ func (dw *dirWatch) close() {
 }
 
 // run turns the watcher's events into the sandbox's until ctx ends, the
-// session ends, the watched directory goes or the watch fails.
-func (dw *dirWatch) run(ctx context.Context, r *Layer, id, caller string, out chan<- contract.FileEvent) error {
+// session ends (alive fails), the watched directory goes or the watch fails.
+func (dw *dirWatch) run(ctx context.Context, alive func(context.Context) error, out chan<- contract.FileEvent) error {
 	poll := time.NewTicker(watchPoll)
 	defer poll.Stop()
 	for {
@@ -189,14 +170,14 @@ func (dw *dirWatch) run(ctx context.Context, r *Layer, id, caller string, out ch
 		case <-ctx.Done():
 			return nil
 		case <-poll.C:
-			if _, err := r.loadSession(ctx, id, caller, false); err != nil && ctx.Err() == nil {
+			if err := alive(ctx); err != nil && ctx.Err() == nil {
 				return err
 			}
 		case err := <-dw.w.Errors:
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				return fmt.Errorf("watching %s: changes came faster than they were read, and some were lost: list the directory and watch it again", dw.base.abs)
+				return fmt.Errorf("watching %s: changes came faster than they were read, and some were lost: list the directory and watch it again", dw.base.Abs)
 			}
-			return fmt.Errorf("watching %s: %w", dw.base.abs, err)
+			return fmt.Errorf("watching %s: %w", dw.base.Abs, err)
 		case ev, ok := <-dw.w.Events:
 			if !ok {
 				return nil
@@ -213,7 +194,7 @@ func (dw *dirWatch) run(ctx context.Context, r *Layer, id, caller string, out ch
 				}
 			}
 			if gone {
-				return fmt.Errorf("%s was removed: %w", dw.base.abs, contract.ErrFileNotFound)
+				return fmt.Errorf("%s was removed: %w", dw.base.Abs, contract.ErrFileNotFound)
 			}
 		}
 	}
@@ -225,7 +206,7 @@ func (dw *dirWatch) run(ctx context.Context, r *Layer, id, caller string, out ch
 func (dw *dirWatch) translate(ev fsnotify.Event) (events []contract.FileEvent, gone bool, err error) {
 	var abs, rel string
 	if d, ok := dw.dirs[ev.Name]; ok {
-		if d.rel != dw.base.rel {
+		if d.rel != dw.base.Rel {
 			// Of a directory under the watched one: its parent's
 			// watch tells the same.
 			return nil, false, nil
@@ -252,7 +233,7 @@ func (dw *dirWatch) translate(ev fsnotify.Event) (events []contract.FileEvent, g
 		}
 	}
 	switch {
-	case rel == dw.base.rel && (ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)):
+	case rel == dw.base.Rel && (ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)):
 		return events, true, nil
 	case ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename):
 		dw.drop(rel)
@@ -271,7 +252,7 @@ func (dw *dirWatch) translate(ev fsnotify.Event) (events []contract.FileEvent, g
 
 // name is abs relative to the watched directory, "." for itself.
 func (dw *dirWatch) name(abs string) string {
-	if name := strings.TrimPrefix(strings.TrimPrefix(abs, dw.base.abs), "/"); name != "" {
+	if name := strings.TrimPrefix(strings.TrimPrefix(abs, dw.base.Abs), "/"); name != "" {
 		return name
 	}
 	return "."

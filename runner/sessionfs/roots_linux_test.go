@@ -1,17 +1,18 @@
-package session
+package sessionfs
 
 // A session's paths: how one in the sandbox is found under its roots.
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/boxer-dev/boxer/runner/contract"
 )
 
-// TestParseSandboxPath: a path is cleaned as the sandbox's kernel reads it,
+// TestParse: a path is cleaned as the sandbox's kernel reads it,
 // then must be under /workspace, /tmp or /home/user.
-func TestParseSandboxPath(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		name, in string
 		abs, rel string
@@ -35,17 +36,26 @@ func TestParseSandboxPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseSandboxPath(contract.FieldPath, tc.in)
+			got, err := Parse(contract.FieldPath, tc.in)
 			var fe *contract.FieldError
 			if tc.bad {
 				if !errors.As(err, &fe) || fe.Field != contract.FieldPath {
-					t.Fatalf("parseSandboxPath(%q) = %+v, %v; want a FieldError naming path", tc.in, got, err)
+					t.Fatalf("Parse(%q) = %+v, %v; want a FieldError naming path", tc.in, got, err)
 				}
 				return
 			}
-			if err != nil || got.abs != tc.abs || got.rel != tc.rel || got.root != tc.root {
-				t.Errorf("parseSandboxPath(%q) = %+v, %v; want %s %s root %d", tc.in, got, err, tc.abs, tc.rel, tc.root)
+			if err != nil || got.Abs != tc.abs || got.Rel != tc.rel || got.root != tc.root {
+				t.Errorf("Parse(%q) = %+v, %v; want %s %s root %d", tc.in, got, err, tc.abs, tc.rel, tc.root)
 			}
 		})
+	}
+}
+
+// TestParseLong: a path longer than the kernel takes is refused, told cut
+// short.
+func TestParseLong(t *testing.T) {
+	long := "/workspace/" + strings.Repeat("é", 3000)
+	if _, err := Parse(contract.FieldPath, long); !errors.Is(err, contract.ErrNameTooLong) || len(err.Error()) > 400 {
+		t.Errorf("Parse of %d bytes: %v", len(long), err)
 	}
 }
