@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/e2b/templates"
 	"github.com/boxer-dev/boxer/internal/quote"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner"
@@ -28,10 +29,10 @@ import (
 // SDKs send their own default of 300 s).
 const defaultTimeout = 300 * time.Second
 
-// templates are boxer's presets under E2B's template names: "base" (E2B's
+// e2bNames are boxer's presets under E2B's template names: "base" (E2B's
 // default) has bash and python, "code-interpreter-v1" python with numpy,
 // pandas and matplotlib; every preset is a template under its own name.
-var templates = map[string]string{
+var e2bNames = map[string]string{
 	"base":                "python",
 	"code-interpreter-v1": "python-data",
 	"code-interpreter":    "python-data",
@@ -42,7 +43,7 @@ var templates = map[string]string{
 // import' brought), run as the bash preset: commands and files work in
 // any image with bash.
 func templateOf(t string) (lang, image string, ok bool) {
-	if l, ok := templates[t]; ok {
+	if l, ok := e2bNames[t]; ok {
 		return l, "", true
 	}
 	if slices.Contains(runner.PresetNames(), t) {
@@ -213,7 +214,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		tmpl = "base"
 	}
 	lang, image, ok := templateOf(tmpl)
-	own, mine := s.tmpl.view(caller, tmpl)
+	own, mine := s.tmpl.View(caller, tmpl)
 	switch {
 	case mine && own.Image == "":
 		return nil, &badField{"templateID", fmt.Sprintf("template %q has no good build yet", tmpl)}
@@ -437,7 +438,10 @@ func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 	var fe *runner.FieldError
 	var le *runner.LimitError
 	var tn *templateNotFound
+	var te *templates.Error
 	switch {
+	case errors.As(err, &te):
+		writeError(w, te.Code, te.Msg)
 	case errors.As(err, &bf):
 		writeError(w, http.StatusBadRequest, bf.Error())
 	case errors.As(err, &tn):

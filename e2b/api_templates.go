@@ -11,8 +11,8 @@ import (
 // E2B's template list (GET /templates, what `e2b template list` shows):
 // boxer's templates are its presets, each under its own name and E2B's
 // names for it (base, code-interpreter-v1), and the caller's own, built
-// through this server (build.go). Deleting and publishing templates stay
-// E2B's (501, api_unsupported.go).
+// through this server (package templates). Deleting and publishing
+// templates stay E2B's (501, api_unsupported.go).
 
 // handleTemplates lists boxer's templates as E2B's Template objects, the
 // figures those a sandbox of each gets (the server's defaults within its
@@ -31,7 +31,7 @@ func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		names := []string{}
-		for alias, l := range templates {
+		for alias, l := range e2bNames {
 			if l == lang {
 				names = append(names, alias)
 			}
@@ -57,11 +57,11 @@ func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) {
 			"lastSpawnedAt": nil,
 		})
 	}
-	for _, t := range s.tmpl.list(callerOf(r)) {
+	for _, t := range s.tmpl.List(callerOf(r)) {
 		out = append(out, map[string]any{
 			"templateID":    t.ID,
-			"buildID":       t.build.ID,
-			"buildStatus":   t.build.status,
+			"buildID":       t.BuildID,
+			"buildStatus":   t.BuildStatus,
 			"aliases":       []string{t.Alias},
 			"names":         []string{t.Alias},
 			"public":        false,

@@ -80,7 +80,7 @@ func (s *Server) handleAlias(w http.ResponseWriter, r *http.Request) {
 	alias := r.PathValue("alias")
 	// One of the caller's exists once a build of it is good: a
 	// client that asks before it creates (Mastra's) builds it again.
-	if t, ok := s.tmpl.view(callerOf(r), alias); ok && t.Image != "" {
+	if t, ok := s.tmpl.View(callerOf(r), alias); ok && t.Image != "" {
 		writeJSON(w, http.StatusOK, map[string]any{"templateID": t.ID, "public": false})
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxer-dev/boxer/e2b/templates"
 	"github.com/boxer-dev/boxer/internal/quote"
 	"github.com/boxer-dev/boxer/runner"
 )
@@ -30,7 +31,7 @@ func (e *templateNotFound) Error() string {
 
 // startTemplate starts t's start command in sb and waits for its ready
 // command to pass.
-func (s *Server) startTemplate(ctx context.Context, sb *sandbox, t *template) error {
+func (s *Server) startTemplate(ctx context.Context, sb *sandbox, t *templates.Template) error {
 	cwd := t.Workdir
 	if cwd == "" || cwd == "/" {
 		cwd = envdHome

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/e2b/templates"
 	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
 )
@@ -82,9 +83,10 @@ type Config struct {
 	// Warn gets what goes wrong beside a request (a record not kept);
 	// nil: standard error.
 	Warn func(error)
-	// Build, if set, builds templates (Template.build, build.go): the
-	// server's image builder; nil: template builds are refused (501).
-	Build Builder
+	// Build, if set, builds templates (Template.build, package
+	// templates): the server's image builder; nil: template builds are
+	// refused (501).
+	Build templates.Builder
 	// BuildAllowHosts is what a template's steps may reach (the
 	// operator's build allowlist); empty: no network.
 	BuildAllowHosts []string
@@ -92,7 +94,7 @@ type Config struct {
 	// empty: a temporary directory.
 	BuildDir string
 	// MaxUpload bounds what one key's template files (copy's uploads)
-	// take on the server at once; 0: DefaultMaxUpload.
+	// take on the server at once; 0: templates.DefaultMaxUpload.
 	MaxUpload int64
 }
 
@@ -144,8 +146,8 @@ type Server struct {
 	records *records
 	// pruned is when pruneGone last looked.
 	pruned time.Time
-	// tmpl holds the templates built through this server (build.go).
-	tmpl templateStore
+	// tmpl holds the templates built through this server.
+	tmpl *templates.Store
 }
 
 // sandbox is E2B's view of one session.
@@ -203,7 +205,11 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("the default network must be %q or %q, not %q", DefaultNetworkNone, DefaultNetworkAllowlist, cfg.DefaultNetwork)
 	}
 	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}, started: time.Now()}
-	s.tmpl.dir = cfg.BuildDir
+	s.tmpl = templates.New(templates.Config{
+		Build: cfg.Build, AllowHosts: cfg.BuildAllowHosts, Dir: cfg.BuildDir, MaxUpload: cfg.MaxUpload,
+		MaxCPUs: cfg.Max.CPUs, MaxMemoryBytes: cfg.Max.MemoryBytes,
+		Reserved: isPreset, Preset: presetImage,
+	})
 	for _, k := range cfg.Keys {
 		if err := CheckKey(k); err != nil {
 			return nil, err

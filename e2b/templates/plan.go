@@ -1,4 +1,4 @@
-package e2b
+package templates
 
 // A template's steps (E2B's TemplateBuildStartV2) as the image builder's:
 // RUN, COPY, ENV, WORKDIR and USER, checked before the build starts, each
@@ -14,22 +14,21 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 
 	"github.com/boxer-dev/boxer/imagebuild"
-	"github.com/boxer-dev/boxer/runner"
 )
 
-// buildStart is the body of POST /v2/templates/{id}/builds/{buildID}.
-type buildStart struct {
+// BuildStart is the body of POST /v2/templates/{id}/builds/{buildID}.
+type BuildStart struct {
 	FromImage         string          `json:"fromImage"`
 	FromTemplate      string          `json:"fromTemplate"`
 	FromImageRegistry json.RawMessage `json:"fromImageRegistry"`
 	Force             bool            `json:"force"`
-	Steps             []buildStep     `json:"steps"`
+	Steps             []BuildStep     `json:"steps"`
 	StartCmd          string          `json:"startCmd"`
 	ReadyCmd          string          `json:"readyCmd"`
 }
 
-// buildStep is E2B's TemplateStep, with what the SDKs send beside it.
-type buildStep struct {
+// BuildStep is E2B's TemplateStep, with what the SDKs send beside it.
+type BuildStep struct {
 	Type            string   `json:"type"`
 	Args            []string `json:"args"`
 	FilesHash       string   `json:"filesHash"`
@@ -39,9 +38,9 @@ type buildStep struct {
 	Gzip            *bool    `json:"gzip"`
 }
 
-// e2bBaseImage is the SDKs' default base image (Template() without a
+// E2BBaseImage is the SDKs' default base image (Template() without a
 // from...): boxer's "base" template stands for it.
-const e2bBaseImage = "e2bdev/base"
+const E2BBaseImage = "e2bdev/base"
 
 // filesHash is the form of a copy's files hash (SHA-256, hex).
 var filesHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -58,24 +57,24 @@ type plan struct {
 // planBuild checks body and makes its plan; base resolves fromTemplate
 // (a preset, E2B's name for one, or a template of the caller's) to an
 // image.
-func planBuild(body buildStart, base func(string) (string, bool)) (*plan, error) {
+func planBuild(body BuildStart, base func(string) (string, bool)) (*plan, error) {
 	if len(body.FromImageRegistry) > 0 && string(body.FromImageRegistry) != "null" {
 		return nil, unsupported("fromImageRegistry", "boxer pulls base images without credentials (or has them: 'boxer image list')")
 	}
 	from := body.FromImage
 	switch {
 	case body.FromImage != "" && body.FromTemplate != "":
-		return nil, &badField{"fromTemplate", "give fromImage or fromTemplate, not both"}
+		return nil, fieldErr("fromTemplate", "give fromImage or fromTemplate, not both")
 	case body.FromTemplate != "":
 		img, ok := base(body.FromTemplate)
 		if !ok {
-			return nil, &badField{"fromTemplate", fmt.Sprintf("no template %q of this key's: boxer's templates are base, code-interpreter-v1, its presets and this key's own", body.FromTemplate)}
+			return nil, fieldErr("fromTemplate", fmt.Sprintf("no template %q of this key's: boxer's templates are base, code-interpreter-v1, its presets and this key's own", body.FromTemplate))
 		}
 		from = img
-	case body.FromImage == e2bBaseImage:
+	case body.FromImage == E2BBaseImage:
 		from, _ = base("base")
 	case from == "":
-		return nil, &badField{"fromImage", "a template starts from an image or a template"}
+		return nil, fieldErr("fromImage", "a template starts from an image or a template")
 	}
 	p := &plan{workdir: "/"}
 	var steps []imagebuild.Step
@@ -91,20 +90,20 @@ func planBuild(body buildStart, base func(string) (string, bool)) (*plan, error)
 		switch st.Type {
 		case "RUN":
 			if arg(0) == "" || len(st.Args) > 2 {
-				return nil, &badField{field + ".args", "RUN takes the command and, optionally, the user"}
+				return nil, fieldErr(field+".args", "RUN takes the command and, optionally, the user")
 			}
 			s.Text = "RUN " + arg(0)
 			s.Cmd = &instructions.RunCommand{ShellDependantCmdLine: instructions.ShellDependantCmdLine{CmdLine: []string{arg(0)}, PrependShell: true}}
 			s.User = arg(1)
 		case "COPY":
 			if arg(0) == "" || arg(1) == "" || len(st.Args) > 4 {
-				return nil, &badField{field + ".args", "COPY takes the source, the destination, a user and a mode"}
+				return nil, fieldErr(field+".args", "COPY takes the source, the destination, a user and a mode")
 			}
 			if arg(3) != "" {
 				return nil, unsupported(field+".args", "copy's mode: set it with runCmd('chmod ...')")
 			}
 			if !filesHash.MatchString(st.FilesHash) {
-				return nil, &badField{field + ".filesHash", "a copy names its uploaded files by their SHA-256 (hex)"}
+				return nil, fieldErr(field+".filesHash", "a copy names its uploaded files by their SHA-256 (hex)")
 			}
 			chown := arg(2)
 			if chown == "root" {
@@ -115,7 +114,7 @@ func planBuild(body buildStart, base func(string) (string, bool)) (*plan, error)
 			p.hashes = append(p.hashes, st.FilesHash)
 		case "ENV":
 			if len(st.Args) == 0 || len(st.Args)%2 != 0 {
-				return nil, &badField{field + ".args", "ENV takes names and values, in pairs"}
+				return nil, fieldErr(field+".args", "ENV takes names and values, in pairs")
 			}
 			var kvs instructions.KeyValuePairs
 			var text []string
@@ -127,7 +126,7 @@ func planBuild(body buildStart, base func(string) (string, bool)) (*plan, error)
 			s.Cmd = &instructions.EnvCommand{Env: kvs}
 		case "WORKDIR":
 			if arg(0) == "" || len(st.Args) > 1 {
-				return nil, &badField{field + ".args", "WORKDIR takes one directory"}
+				return nil, fieldErr(field+".args", "WORKDIR takes one directory")
 			}
 			s.Text = "WORKDIR " + arg(0)
 			s.Cmd = &instructions.WorkdirCommand{Path: arg(0)}
@@ -137,33 +136,27 @@ func planBuild(body buildStart, base func(string) (string, bool)) (*plan, error)
 			}
 		case "USER":
 			if arg(0) == "" || len(st.Args) > 1 {
-				return nil, &badField{field + ".args", "USER takes one user"}
+				return nil, fieldErr(field+".args", "USER takes one user")
 			}
 			s.Text = "USER " + arg(0)
 			s.Cmd = &instructions.UserCommand{User: arg(0)}
 		default:
-			return nil, &badField{field + ".type", fmt.Sprintf("%q: boxer builds RUN, COPY, ENV, WORKDIR and USER steps", st.Type)}
+			return nil, fieldErr(field+".type", fmt.Sprintf("%q: boxer builds RUN, COPY, ENV, WORKDIR and USER steps", st.Type))
 		}
 		steps = append(steps, s)
 	}
 	df, err := imagebuild.FromSteps("step", from, steps)
 	if err != nil {
-		return nil, &badField{"steps", err.Error()}
+		return nil, fieldErr("steps", err.Error())
 	}
 	p.df = df
 	return p, nil
 }
 
-// presetImage is the image of a preset or of E2B's name for one.
-func presetImage(name string) (string, bool) {
-	lang, image, ok := templateOf(name)
-	if !ok || image != "" {
-		return "", false
-	}
-	for _, p := range runner.Presets() {
-		if p.Name == lang {
-			return p.Image, true
-		}
-	}
-	return "", false
+// fieldErr is a 400 naming E2B's field.
+func fieldErr(field, msg string) *Error { return &Error{400, field + ": " + msg} }
+
+// unsupported is a 400 naming a field boxer does not take, and why.
+func unsupported(field, why string) *Error {
+	return fieldErr(field, "is not supported by boxer: "+why)
 }

@@ -1,12 +1,12 @@
-package e2b
+package templates
 
 // A template's files: the SDK asks for an upload URL per copy step's files
-// hash and PUTs a tar (gzipped or not) of the files there. boxer serves
-// the URL itself, on the E2B listener, authenticated by a one-use token in
-// its path; what a key's uploads take at once is bounded (MaxUpload), and
-// they are removed when the build ends. Unpacking keeps regular files,
-// directories and symlinks (copied as links by the builder), beneath the
-// build's context (os.Root), within a size bound.
+// hash and PUTs a tar (gzipped or not) of the files there; package e2b
+// serves the URL, authenticated by a one-use token in its path. What a
+// key's uploads take at once is bounded (MaxUpload), and they are removed
+// when the build ends. Unpacking keeps regular files, directories and
+// symlinks (copied as links by the builder), beneath the build's context
+// (os.Root), within a size bound.
 
 import (
 	"archive/tar"
@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -25,102 +24,72 @@ import (
 	"github.com/boxer-dev/boxer/internal/quote"
 )
 
-// uploadPrefix starts the path of every upload URL.
-const uploadPrefix = "/boxer/template-uploads/"
-
-// handleFileLink is E2B's TemplateBuildFileUpload: present when this
-// build has the files already, else the URL to PUT them to.
-func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request) {
-	t, ok := s.ownedOr404(w, r)
-	if !ok {
-		return
+// FileLink is E2B's TemplateBuildFileUpload for caller's template id:
+// present when its build has the files of hash already, else the token
+// of a URL to PUT them to.
+func (ts *Store) FileLink(caller, id, hash string) (present bool, token string, err error) {
+	t, err := ts.ownedOrError(caller, id)
+	if err != nil {
+		return false, "", err
 	}
-	hash := r.PathValue("hash")
 	if !filesHash.MatchString(hash) {
-		writeError(w, http.StatusBadRequest, "hash: a copy's files hash is its SHA-256 (64 hexadecimal digits)")
-		return
+		return false, "", errorf(400, "hash: a copy's files hash is its SHA-256 (64 hexadecimal digits)")
 	}
-	ts := &s.tmpl
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if _, up := t.uploads[hash]; up {
-		writeJSON(w, http.StatusCreated, map[string]any{"present": true})
-		return
+		return true, "", nil
 	}
-	tok := token()
+	tok := newID("", 24)
 	ts.tokens[tok] = upload{tmpl: t, hash: hash}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	writeJSON(w, http.StatusCreated, map[string]any{"present": false, "url": scheme + "://" + r.Host + uploadPrefix + tok})
+	return false, tok, nil
 }
 
-// handleUpload takes the files PUT to an upload URL, within what the key
-// may still store.
-func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPut {
-		writeError(w, http.StatusMethodNotAllowed, "an upload URL takes PUT")
-		return
-	}
-	ts := &s.tmpl
-	tok := strings.TrimPrefix(r.URL.Path, uploadPrefix)
+// Upload takes the files PUT to the upload URL of token, of size bytes
+// if the request says (-1 if not), within what the key may still store.
+func (ts *Store) Upload(token string, size int64, body io.Reader) error {
 	ts.mu.Lock()
-	ts.init()
-	u, ok := ts.tokens[tok]
-	delete(ts.tokens, tok)
+	u, ok := ts.tokens[token]
+	delete(ts.tokens, token)
 	var room int64
 	if ok {
-		room = s.maxUpload() - ts.used[u.tmpl.Owner]
+		room = ts.MaxUpload() - ts.used[u.tmpl.Owner]
 	}
 	ts.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusNotFound, "no such upload URL: each is used once (ask GET /templates/{templateID}/files/{hash} again)")
-		return
+		return errorf(404, "no such upload URL: each is used once (ask GET /templates/{templateID}/files/{hash} again)")
 	}
-	if r.ContentLength > room {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the template's files take %d bytes, and this key may store %d more (the server's bound for a key's uploads is %d MiB)", r.ContentLength, max(room, 0), s.maxUpload()>>20))
-		return
+	if size > room {
+		return errorf(413, "the template's files take %d bytes, and this key may store %d more (the server's bound for a key's uploads is %d MiB)", size, max(room, 0), ts.MaxUpload()>>20)
 	}
 	dir, err := ts.workDir()
 	if err == nil {
 		dir, err = os.MkdirTemp(dir, "upload-")
 	}
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
+		return err
 	}
 	p := filepath.Join(dir, u.hash)
-	n, err := saveBounded(p, r.Body, room)
+	n, err := saveBounded(p, body, room)
 	if err != nil {
 		os.RemoveAll(dir)
-		code := http.StatusInternalServerError
 		if errors.Is(err, errTooLarge) {
-			code = http.StatusRequestEntityTooLarge
-			err = fmt.Errorf("the template's files take more than this key may store (the server's bound for a key's uploads is %d MiB)", s.maxUpload()>>20)
+			return errorf(413, "the template's files take more than this key may store (the server's bound for a key's uploads is %d MiB)", ts.MaxUpload()>>20)
 		}
-		writeError(w, code, err.Error())
-		return
+		return err
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if old, dup := u.tmpl.uploads[u.hash]; dup {
 		// Two URLs for one hash, both used: the files are the same.
-		os.RemoveAll(filepath.Dir(old))
 		if st, err := os.Stat(old); err == nil {
 			ts.used[u.tmpl.Owner] -= st.Size()
 		}
+		os.RemoveAll(filepath.Dir(old))
 	}
 	u.tmpl.uploads[u.hash] = p
 	ts.used[u.tmpl.Owner] += n
-	w.WriteHeader(http.StatusOK)
-}
-
-func (s *Server) maxUpload() int64 {
-	if s.cfg.MaxUpload > 0 {
-		return s.cfg.MaxUpload
-	}
-	return DefaultMaxUpload
+	return nil
 }
 
 var errTooLarge = errors.New("too large")

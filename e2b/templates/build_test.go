@@ -1,11 +1,10 @@
-package e2b
+package templates
 
 import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"net/http"
-	"net/http/httptest"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,9 +22,9 @@ func noTemplates(name string) (string, bool) {
 
 func TestPlanBuild(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
-	p, err := planBuild(buildStart{
+	p, err := planBuild(BuildStart{
 		FromTemplate: "base",
-		Steps: []buildStep{
+		Steps: []BuildStep{
 			{Type: "COPY", Args: []string{"a.txt", "/app/", "", ""}, FilesHash: hash},
 			{Type: "ENV", Args: []string{"A", "1", "B", "two words"}},
 			{Type: "RUN", Args: []string{"pip install x", "root"}},
@@ -47,7 +46,7 @@ func TestPlanBuild(t *testing.T) {
 	if env := p.df.Steps[1].Cmd.(*instructions.EnvCommand); len(env.Env) != 2 || env.Env[1].Value != "two words" {
 		t.Errorf("ENV step: %+v", env)
 	}
-	p, err = planBuild(buildStart{FromImage: e2bBaseImage}, noTemplates)
+	p, err = planBuild(BuildStart{FromImage: E2BBaseImage}, noTemplates)
 	if err != nil || p.df.From != "boxer/python" {
 		t.Errorf("the SDKs' default base image: %v %+v", err, p)
 	}
@@ -56,20 +55,20 @@ func TestPlanBuild(t *testing.T) {
 func TestPlanBuildRefuses(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
 	for _, c := range []struct {
-		body buildStart
+		body BuildStart
 		want string
 	}{
-		{buildStart{}, "fromImage: a template starts"},
-		{buildStart{FromImage: "x", FromTemplate: "base"}, "fromTemplate: give fromImage or fromTemplate"},
-		{buildStart{FromTemplate: "someone-elses"}, `fromTemplate: no template "someone-elses"`},
-		{buildStart{FromImage: "x", FromImageRegistry: []byte(`{"type":"registry"}`)}, "fromImageRegistry: is not supported"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "HEALTHCHECK"}}}, "steps[0].type"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "RUN"}}}, "steps[0].args"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "ENV", Args: []string{"A"}}}}, "steps[0].args: ENV takes names and values"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "COPY", Args: []string{"a", "/b"}}}}, "steps[0].filesHash"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "COPY", Args: []string{"a", "/b", "", "0755"}, FilesHash: hash}}}, "copy's mode"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "COPY", Args: []string{"a", "/b", "user", ""}, FilesHash: hash}}}, "--chown takes numeric"},
-		{buildStart{FromImage: "x", Steps: []buildStep{{Type: "RUN", Args: []string{"true", "user"}}}}, `USER "user": numeric`},
+		{BuildStart{}, "fromImage: a template starts"},
+		{BuildStart{FromImage: "x", FromTemplate: "base"}, "fromTemplate: give fromImage or fromTemplate"},
+		{BuildStart{FromTemplate: "someone-elses"}, `fromTemplate: no template "someone-elses"`},
+		{BuildStart{FromImage: "x", FromImageRegistry: []byte(`{"type":"registry"}`)}, "fromImageRegistry: is not supported"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "HEALTHCHECK"}}}, "steps[0].type"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "RUN"}}}, "steps[0].args"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "ENV", Args: []string{"A"}}}}, "steps[0].args: ENV takes names and values"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "COPY", Args: []string{"a", "/b"}}}}, "steps[0].filesHash"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "COPY", Args: []string{"a", "/b", "", "0755"}, FilesHash: hash}}}, "copy's mode"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "COPY", Args: []string{"a", "/b", "user", ""}, FilesHash: hash}}}, "--chown takes numeric"},
+		{BuildStart{FromImage: "x", Steps: []BuildStep{{Type: "RUN", Args: []string{"true", "user"}}}}, `USER "user": numeric`},
 	} {
 		_, err := planBuild(c.body, noTemplates)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -155,52 +154,58 @@ func TestUnpackRefuses(t *testing.T) {
 }
 
 // TestUploadBounded: a key's uploads are refused past its bound, whether
-// the request says its length or not, each URL works once, and nothing
-// of a refused upload stays.
+// the request says its length or not, each URL works once, two of one
+// hash count once, and nothing of a refused upload stays.
 func TestUploadBounded(t *testing.T) {
 	dir := t.TempDir()
-	s := &Server{cfg: Config{MaxUpload: 100}}
-	s.tmpl.dir = dir
-	s.tmpl.init()
-	tm := &template{ID: "tplx", Alias: "x", Owner: "k", uploads: map[string]string{}}
-	s.tmpl.byID[tm.ID] = tm
+	ts := New(Config{MaxUpload: 100, Dir: dir})
+	tm := &template{Template: Template{ID: "tplx", Alias: "x", Owner: "k"}, uploads: map[string]string{}}
+	ts.byID[tm.ID] = tm
 	hash := strings.Repeat("cd", 32)
 	put := func(tok, body string, length int64) int {
-		r := httptest.NewRequest(http.MethodPut, uploadPrefix+tok, strings.NewReader(body))
-		r.ContentLength = length
-		w := httptest.NewRecorder()
-		s.handleUpload(w, r)
-		return w.Code
+		err := ts.Upload(tok, length, strings.NewReader(body))
+		var e *Error
+		switch {
+		case err == nil:
+			return 200
+		case errors.As(err, &e):
+			return e.Code
+		}
+		t.Fatalf("upload: %v", err)
+		return 0
 	}
 	link := func() string {
-		s.tmpl.mu.Lock()
-		defer s.tmpl.mu.Unlock()
-		tok := token()
-		s.tmpl.tokens[tok] = upload{tmpl: tm, hash: hash}
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		tok := newID("", 24)
+		ts.tokens[tok] = upload{tmpl: tm, hash: hash}
 		return tok
 	}
-	if code := put(link(), strings.Repeat("a", 101), 101); code != http.StatusRequestEntityTooLarge {
+	if code := put(link(), strings.Repeat("a", 101), 101); code != 413 {
 		t.Errorf("declared too large: %d", code)
 	}
-	if code := put(link(), strings.Repeat("a", 101), -1); code != http.StatusRequestEntityTooLarge {
+	if code := put(link(), strings.Repeat("a", 101), -1); code != 413 {
 		t.Errorf("too large, length unsaid: %d", code)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("refused uploads left %v", left)
 	}
 	tok := link()
-	if code := put(tok, strings.Repeat("a", 60), 60); code != http.StatusOK {
+	if code := put(tok, strings.Repeat("a", 60), 60); code != 200 {
 		t.Errorf("within the bound: %d", code)
 	}
-	if code := put(tok, "again", 5); code != http.StatusNotFound {
+	if code := put(tok, "again", 5); code != 404 {
 		t.Errorf("a URL used twice: %d", code)
 	}
-	if code := put(link(), strings.Repeat("a", 60), 60); code != http.StatusRequestEntityTooLarge {
+	if code := put(link(), strings.Repeat("a", 60), 60); code != 413 {
 		t.Errorf("past what the key has left: %d", code)
 	}
-	s.dropUploads("k", tm.uploads)
-	if s.tmpl.used["k"] != 0 {
-		t.Errorf("after the build, the key still uses %d bytes", s.tmpl.used["k"])
+	if code := put(link(), strings.Repeat("a", 30), 30); code != 200 || ts.used["k"] != 30 {
+		t.Errorf("a second upload of one hash: %d, the key uses %d bytes, want 200 and 30", code, ts.used["k"])
+	}
+	ts.dropUploads("k", tm.uploads)
+	if ts.used["k"] != 0 {
+		t.Errorf("after the build, the key still uses %d bytes", ts.used["k"])
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("uploads left after the build: %v", left)

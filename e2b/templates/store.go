@@ -1,8 +1,15 @@
-package e2b
-
-// E2B's template builds (Template.build in the SDKs): a template is a key's
-// own image, built by the server's image builder from the steps the SDK
-// sends, under an alias only that key sees and uses.
+// Package templates owns E2B's template builds (Template.build in the
+// SDKs) on a boxer server: a template is a key's own image, built by the
+// server's image builder from the steps the SDK sends, under an alias
+// only that key sees and uses. It keeps the templates and their builds'
+// states and logs, checks the steps and plans the build, takes the copy
+// steps' uploads within each key's bound and unpacks them beneath the
+// build's context, and runs one build at a time.
+//
+// It speaks no HTTP: package e2b's handlers decode E2B's calls, ask the
+// Store, and answer what it returns (an *Error carries its status). It
+// must never import package e2b, server or cmd.
+package templates
 
 import (
 	"context"
@@ -16,6 +23,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/imagebuild"
+	"github.com/boxer-dev/boxer/internal/quote"
 )
 
 // Builder builds an image from a template's steps: imagebuild.Build on the
@@ -34,18 +42,54 @@ const maxLogEntries = 10000
 
 // E2B's build states.
 const (
-	buildWaiting  = "waiting"
-	buildBuilding = "building"
-	buildReady    = "ready"
-	buildError    = "error"
+	StatusWaiting  = "waiting"
+	StatusBuilding = "building"
+	StatusReady    = "ready"
+	StatusError    = "error"
 )
 
 // aliasForm is a template's alias: what E2B's names are, without a tag,
 // and never a reference to an image (no '/' or ':').
 var aliasForm = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
-// template is a key's template.
-type template struct {
+// Config is what a Store builds with.
+type Config struct {
+	// Build builds the images.
+	Build Builder
+	// AllowHosts is what a template's steps may reach.
+	AllowHosts []string
+	// Dir holds the builds' uploads and contexts while they build; ""
+	// is a directory made under the system's temporary one.
+	Dir string
+	// MaxUpload bounds what one key's uploads take at once; 0:
+	// DefaultMaxUpload.
+	MaxUpload int64
+	// MaxCPUs and MaxMemoryBytes cap a build's steps (0: no cap); a
+	// template that asks for none, or more, gets the cap.
+	MaxCPUs        float64
+	MaxMemoryBytes int64
+	// Reserved says whether a name is one of the server's own
+	// templates, which no key's may take.
+	Reserved func(name string) bool
+	// Preset is the image of one of the server's own templates.
+	Preset func(name string) (image string, ok bool)
+}
+
+// Error is a refusal with the HTTP status E2B's API answers it with.
+type Error struct {
+	Code int
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(code int, format string, args ...any) *Error {
+	return &Error{code, fmt.Sprintf(format, args...)}
+}
+
+// Template is a key's template as it is now, with its latest build's
+// ID and status.
+type Template struct {
 	ID, Alias, Owner string
 	// Image is the image its last good build made ("" before one).
 	Image string
@@ -55,6 +99,12 @@ type template struct {
 	CPUs                        float64
 	MemoryMB                    int64
 	Created, Updated            time.Time
+	BuildID, BuildStatus        string
+}
+
+// template is a key's template in the store.
+type template struct {
+	Template
 	// build is its latest build.
 	build *build
 	// uploads are its copy steps' files, by files hash: the paths of
@@ -62,18 +112,27 @@ type template struct {
 	uploads map[string]string
 }
 
+// view is t as it is now, under the store's lock.
+func (t *template) view() Template {
+	v := t.Template
+	if t.build != nil {
+		v.BuildID, v.BuildStatus = t.build.ID, t.build.status
+	}
+	return v
+}
+
 // build is one build of a template.
 type build struct {
 	ID     string
 	status string
-	logs   []logEntry
+	logs   []LogEntry
 	// reason says why it failed: its message and step ("base", or the
 	// step's number from 1).
 	reason, step string
 }
 
-// logEntry is E2B's BuildLogEntry.
-type logEntry struct {
+// LogEntry is E2B's BuildLogEntry.
+type LogEntry struct {
 	Time    time.Time
 	Level   string
 	Message string
@@ -86,8 +145,9 @@ type upload struct {
 	hash string
 }
 
-// templateStore keeps the templates, by ID, with their uploads.
-type templateStore struct {
+// Store keeps the templates, by ID, with their uploads.
+type Store struct {
+	cfg  Config
 	mu   sync.Mutex
 	byID map[string]*template
 	// tokens are the upload URLs handed out, by their token.
@@ -100,38 +160,56 @@ type templateStore struct {
 	slot chan struct{}
 }
 
-func (ts *templateStore) init() {
-	if ts.byID == nil {
-		ts.byID, ts.tokens, ts.used = map[string]*template{}, map[string]upload{}, map[string]int64{}
-		ts.slot = make(chan struct{}, 1)
+// New is an empty store.
+func New(cfg Config) *Store {
+	return &Store{
+		cfg: cfg, dir: cfg.Dir, slot: make(chan struct{}, 1),
+		byID: map[string]*template{}, tokens: map[string]upload{}, used: map[string]int64{},
 	}
+}
+
+// Enabled says whether the store builds (a server without a builder
+// answers 501).
+func (ts *Store) Enabled() bool { return ts.cfg.Build != nil }
+
+// MaxUpload is what one key's uploads may take at once.
+func (ts *Store) MaxUpload() int64 {
+	if ts.cfg.MaxUpload > 0 {
+		return ts.cfg.MaxUpload
+	}
+	return DefaultMaxUpload
 }
 
 // owned finds caller's template by ID or alias; another key's is not
 // found, as one that never was.
-func (ts *templateStore) owned(caller, idOrAlias string) (*template, bool) {
+func (ts *Store) owned(caller, idOrAlias string) (*template, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	return ts.ownedLocked(caller, idOrAlias)
 }
 
-// view is caller's template by ID or alias as it is now: a copy, read
-// under the store's lock.
-func (ts *templateStore) view(caller, idOrAlias string) (template, bool) {
+// ownedOrError is owned, or a 404 naming the template.
+func (ts *Store) ownedOrError(caller, id string) (*template, error) {
+	t, ok := ts.owned(caller, id)
+	if !ok {
+		return nil, errorf(404, "template %q not found", quote.Cut(id))
+	}
+	return t, nil
+}
+
+// View is caller's template by ID or alias as it is now.
+func (ts *Store) View(caller, idOrAlias string) (Template, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t, ok := ts.ownedLocked(caller, idOrAlias)
 	if !ok {
-		return template{}, false
+		return Template{}, false
 	}
-	c := *t
-	c.build, c.uploads = nil, nil
-	return c, true
+	return t.view(), true
 }
 
 // ownedLocked is owned with the store's lock held.
-func (ts *templateStore) ownedLocked(caller, idOrAlias string) (*template, bool) {
-	ts.init()
+func (ts *Store) ownedLocked(caller, idOrAlias string) (*template, bool) {
 	if t, ok := ts.byID[idOrAlias]; ok && t.Owner == caller {
 		return t, true
 	}
@@ -143,23 +221,21 @@ func (ts *templateStore) ownedLocked(caller, idOrAlias string) (*template, bool)
 	return nil, false
 }
 
-// list is caller's templates.
-func (ts *templateStore) list(caller string) []template {
+// List is caller's templates.
+func (ts *Store) List(caller string) []Template {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	var out []template
+	var out []Template
 	for _, t := range ts.byID {
 		if t.Owner == caller {
-			c := *t
-			c.build = &build{ID: t.build.ID, status: t.build.status}
-			out = append(out, c)
+			out = append(out, t.view())
 		}
 	}
 	return out
 }
 
 // workDir is the store's directory, made on first use.
-func (ts *templateStore) workDir() (string, error) {
+func (ts *Store) workDir() (string, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if ts.dir == "" {
@@ -176,8 +252,8 @@ func (ts *templateStore) workDir() (string, error) {
 }
 
 // newID is a random identifier with a prefix.
-func newID(prefix string) string {
-	b := make([]byte, 10)
+func newID(prefix string, n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return prefix + hex.EncodeToString(b)
 }
@@ -187,11 +263,11 @@ func (b *build) log(level, step, format string, args ...any) {
 	if len(b.logs) >= maxLogEntries {
 		return
 	}
-	b.logs = append(b.logs, logEntry{Time: time.Now(), Level: level, Message: fmt.Sprintf(format, args...), Step: step})
+	b.logs = append(b.logs, LogEntry{Time: time.Now(), Level: level, Message: fmt.Sprintf(format, args...), Step: step})
 }
 
 // logf adds a line to t's current build under the store's lock.
-func (ts *templateStore) logf(t *template, level, step, format string, args ...any) {
+func (ts *Store) logf(t *template, level, step, format string, args ...any) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t.build.log(level, step, format, args...)
@@ -200,7 +276,7 @@ func (ts *templateStore) logf(t *template, level, step, format string, args ...a
 // progress is the builder's progress as log lines: each "[n/total] ..."
 // line it writes, with the step it is on, so that a failure names it.
 type progress struct {
-	ts   *templateStore
+	ts   *Store
 	t    *template
 	buf  []byte
 	step int
