@@ -71,16 +71,20 @@ deps:
 	fi
 	@# boxer-init, boxer-wrap and boxer-procd from this checkout's source
 	@# (init/NAME.c and any init/NAME-*.c), each replaced (by a rename) only
-	@# when the build differs from what is there.
+	@# when the build differs from what is there. The temporary names are
+	@# this make's own: two makes at once (make test beside another) each
+	@# build and compare their own file.
 	@for p in boxer-init boxer-wrap boxer-procd; do \
-		mkdir -p $(LIBEXEC) && $(INIT_CC) -o $(LIBEXEC)/.$$p.new init/$$p.c $$(ls init/$$p-*.c 2>/dev/null) && \
-		if cmp -s $(LIBEXEC)/.$$p.new $(LIBEXEC)/$$p; then rm -f $(LIBEXEC)/.$$p.new; \
-		else echo "==> building $$p into $(LIBEXEC)"; mv -f $(LIBEXEC)/.$$p.new $(LIBEXEC)/$$p; fi || exit 1; \
+		new=$(LIBEXEC)/.$$p.new.$$$$; \
+		mkdir -p $(LIBEXEC) && $(INIT_CC) -o $$new init/$$p.c $$(ls init/$$p-*.c 2>/dev/null) && \
+		if cmp -s $$new $(LIBEXEC)/$$p; then rm -f $$new; \
+		else echo "==> building $$p into $(LIBEXEC)"; mv -f $$new $(LIBEXEC)/$$p; fi || exit 1; \
 	done
 	@# boxer's build of containerd's runc shim, the same way.
-	@CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -o $(LIBEXEC)/.$(SHIM).new ./cmd/$(SHIM) && \
-	if cmp -s $(LIBEXEC)/.$(SHIM).new $(LIBEXEC)/$(SHIM); then rm -f $(LIBEXEC)/.$(SHIM).new; \
-	else echo "==> building $(SHIM) into $(LIBEXEC)"; mv -f $(LIBEXEC)/.$(SHIM).new $(LIBEXEC)/$(SHIM); fi
+	@new=$(LIBEXEC)/.$(SHIM).new.$$$$; \
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -o $$new ./cmd/$(SHIM) && \
+	if cmp -s $$new $(LIBEXEC)/$(SHIM); then rm -f $$new; \
+	else echo "==> building $(SHIM) into $(LIBEXEC)"; mv -f $$new $(LIBEXEC)/$(SHIM); fi
 	@# runsc static (CGO_ENABLED=0): a dynamic one cannot re-execute itself
 	@# inside its chroot, where its ELF interpreter is missing. A plain build
 	@# says VERSION_MISSING: the pin is stamped into gVisor's version variable.
