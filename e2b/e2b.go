@@ -205,11 +205,15 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("the default network must be %q or %q, not %q", DefaultNetworkNone, DefaultNetworkAllowlist, cfg.DefaultNetwork)
 	}
 	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}, started: time.Now()}
-	s.tmpl = templates.New(templates.Config{
+	tmpl, err := templates.New(templates.Config{
 		Build: cfg.Build, AllowHosts: cfg.BuildAllowHosts, Dir: cfg.BuildDir, MaxUpload: cfg.MaxUpload,
 		MaxCPUs: cfg.Max.CPUs, MaxMemoryBytes: cfg.Max.MemoryBytes,
-		Reserved: isPreset, Preset: presetImage,
+		Reserved: isPreset, Preset: presetImage, Warn: func(err error) { s.cfg.Warn(err) },
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.tmpl = tmpl
 	for _, k := range cfg.Keys {
 		if err := CheckKey(k); err != nil {
 			return nil, err

@@ -61,6 +61,7 @@ func (ts *Store) Request(caller string, body Request) (Template, error) {
 		t.MemoryMB = *body.MemoryMB
 	}
 	t.build = &build{ID: newID("bld", 10), status: StatusWaiting}
+	ts.saveLocked()
 	return t.view(), nil
 }
 
@@ -111,6 +112,7 @@ func (ts *Store) run(t *template, b *build, p *plan, body BuildStart) {
 	b.status = StatusBuilding
 	uploads := t.uploads
 	t.uploads = map[string]string{}
+	ts.saveLocked()
 	ts.mu.Unlock()
 	defer ts.dropUploads(t.Owner, uploads)
 	fail := func(step, msg string) {
@@ -118,6 +120,7 @@ func (ts *Store) run(t *template, b *build, p *plan, body BuildStart) {
 		defer ts.mu.Unlock()
 		b.log("error", step, "%s", msg)
 		b.status, b.reason, b.step = StatusError, msg, step
+		ts.saveLocked()
 	}
 	dir, err := ts.workDir()
 	if err != nil {
@@ -173,6 +176,7 @@ func (ts *Store) run(t *template, b *build, p *plan, body BuildStart) {
 	t.Image, t.StartCmd, t.ReadyCmd, t.Workdir, t.Updated = res.Name, body.StartCmd, body.ReadyCmd, p.workdir, time.Now()
 	b.log("info", "finalize", "template %s ready: image %s, %d steps, %d cached", t.Alias, res.Name, res.Steps, res.Cached)
 	b.status = StatusReady
+	ts.saveLocked()
 }
 
 // Status is a build's state and a page of its log.

@@ -158,7 +158,10 @@ func TestUnpackRefuses(t *testing.T) {
 // hash count once, and nothing of a refused upload stays.
 func TestUploadBounded(t *testing.T) {
 	dir := t.TempDir()
-	ts := New(Config{MaxUpload: 100, Dir: dir})
+	ts, err := New(Config{MaxUpload: 100, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tm := &template{Template: Template{ID: "tplx", Alias: "x", Owner: "k"}, uploads: map[string]string{}}
 	ts.byID[tm.ID] = tm
 	hash := strings.Repeat("cd", 32)

@@ -73,6 +73,9 @@ type Config struct {
 	Reserved func(name string) bool
 	// Preset is the image of one of the server's own templates.
 	Preset func(name string) (image string, ok bool)
+	// Warn gets what goes wrong beside a call (the templates not kept
+	// for the next server); nil: nothing is told.
+	Warn func(error)
 }
 
 // Error is a refusal with the HTTP status E2B's API answers it with.
@@ -160,12 +163,17 @@ type Store struct {
 	slot chan struct{}
 }
 
-// New is an empty store.
-func New(cfg Config) *Store {
-	return &Store{
+// New is a store with the templates a former server kept in cfg.Dir, if
+// any (none when Dir is "").
+func New(cfg Config) (*Store, error) {
+	ts := &Store{
 		cfg: cfg, dir: cfg.Dir, slot: make(chan struct{}, 1),
 		byID: map[string]*template{}, tokens: map[string]upload{}, used: map[string]int64{},
 	}
+	if err := ts.load(); err != nil {
+		return nil, err
+	}
+	return ts, nil
 }
 
 // Enabled says whether the store builds (a server without a builder
