@@ -1,8 +1,9 @@
 package session
 
-// A session's files anywhere it may write, through package sessionfs: each
-// call finds the session of its caller (a use of it: its idle time starts
-// again), then does its operation on the session's files.
+// A session's files anywhere it may write, through package sessionfs.
+
+// Each call finds the session of its caller (a use of it: its idle time
+// starts again), then does its operation on the session's files.
 
 import (
 	"context"
