@@ -28,13 +28,17 @@ func (b *builder) copy(ctx context.Context, s Step, c instructions.SourcesAndDes
 			return false, err
 		}
 	}
-	sum, err := hashSources(b.o.Context, c.SourcePaths)
+	srcs, wild, err := expandSources(b.o.Context, c.SourcePaths)
+	if err != nil {
+		return false, err
+	}
+	sum, err := hashSources(b.o.Context, srcs)
 	if err != nil {
 		return false, err
 	}
 	dest := b.st.workdir(c.DestPath)
-	intoDir := strings.HasSuffix(c.DestPath, "/") || len(c.SourcePaths) > 1
-	b.key = stepKey(b.key, fmt.Sprintf("COPY %q %s %t %d:%d", c.SourcePaths, dest, intoDir, uid, gid), sum)
+	intoDir := strings.HasSuffix(c.DestPath, "/") || len(srcs) > 1 || wild
+	b.key = stepKey(b.key, fmt.Sprintf("COPY %q %s %t %d:%d", srcs, dest, intoDir, uid, gid), sum)
 	return b.layerStep(ctx, s.Text, func(ctx context.Context, active, _ string) error {
 		return b.onHost(ctx, active, func(root string) error {
 			w, err := openRoot(root, uid, gid, b.o.DiskBytes)
@@ -42,7 +46,7 @@ func (b *builder) copy(ctx context.Context, s Step, c instructions.SourcesAndDes
 				return err
 			}
 			defer w.close()
-			return w.copySources(b.o.Context, c.SourcePaths, dest, intoDir)
+			return w.copySources(b.o.Context, srcs, dest, intoDir)
 		})
 	})
 }

@@ -161,9 +161,6 @@ func check(cmd instructions.Command) string {
 		case len(c.SourceContents) > 0:
 			return "heredocs are not"
 		}
-		if why := checkSources(c.SourcePaths); why != "" {
-			return why
-		}
 		return checkChown(c.Chown)
 	case *instructions.AddCommand:
 		switch {
@@ -182,25 +179,12 @@ func check(cmd instructions.Command) string {
 				return "ADD of an archive (which Docker unpacks) is not: COPY it and RUN tar"
 			}
 		}
-		if why := checkSources(c.SourcePaths); why != "" {
-			return why
-		}
 		return checkChown(c.Chown)
 	case *instructions.EnvCommand, *instructions.WorkdirCommand, *instructions.UserCommand,
 		*instructions.ArgCommand, *instructions.CmdCommand, *instructions.EntrypointCommand,
 		*instructions.LabelCommand:
 	default:
 		return "boxer builds FROM, RUN, COPY, ADD, ENV, WORKDIR, USER, ARG, CMD, ENTRYPOINT and LABEL"
-	}
-	return ""
-}
-
-// checkSources refuses wildcards in COPY and ADD sources.
-func checkSources(srcs []string) string {
-	for _, src := range srcs {
-		if strings.ContainsAny(src, "*?[") {
-			return "wildcards in sources are not: name each file or directory"
-		}
 	}
 	return ""
 }

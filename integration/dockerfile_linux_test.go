@@ -94,13 +94,14 @@ ARG WHO=world
 ENV GREETING="hello ` + tok + `"
 WORKDIR /app
 COPY hello.txt ./
+COPY notes/*.md notes
 COPY --chown=1000:1000 data/ /app/data/
 RUN echo "$WHO" > who.txt && id -u > builder.txt
 RUN python3 -c "import os; print(os.getcwd())" > cwd.txt
 USER 1000:1000
 CMD ["python3", "/app/main.py"]
 `
-	dir := buildDir(t, df, map[string]string{"hello.txt": "hi " + tok + "\n", "data/x.txt": "x\n"})
+	dir := buildDir(t, df, map[string]string{"hello.txt": "hi " + tok + "\n", "data/x.txt": "x\n", "notes/a.md": "a\n", "notes/b.md": "b\n", "notes/c.txt": "c\n"})
 	name := "dflocal" + tok
 	start := time.Now()
 	r := dfBuild(t, nil, name, dir, "--build-arg", "WHO=boxer")
@@ -108,20 +109,22 @@ CMD ["python3", "/app/main.py"]
 	if r.code != 0 {
 		t.Fatalf("build: exit %d\n%s", r.code, r.stderr)
 	}
-	if ran, cached := steps(r.stderr); ran != 5 || cached != 0 {
-		t.Errorf("cold build: %d steps ran, %d cached, want 5 and 0:\n%s", ran, cached, r.stderr)
+	if ran, cached := steps(r.stderr); ran != 6 || cached != 0 {
+		t.Errorf("cold build: %d steps ran, %d cached, want 6 and 0:\n%s", ran, cached, r.stderr)
 	}
+	// notes/*.md: the files it matches, into notes/ as a directory
+	// (Docker's wildcard), not notes/c.txt.
 	run := boxer(t, nil, "run", "--image", "boxer/"+name, "--", "sh", "-c",
-		`cat /app/hello.txt /app/who.txt /app/builder.txt /app/cwd.txt; echo "$GREETING"; stat -c '%u:%g' /app/data/x.txt /app/hello.txt`)
-	want := "hi " + tok + "\nboxer\n0\n/app\nhello " + tok + "\n1000:1000\n0:0\n"
+		`cat /app/hello.txt /app/who.txt /app/builder.txt /app/cwd.txt; echo "$GREETING"; stat -c '%u:%g' /app/data/x.txt /app/hello.txt; ls /app/notes`)
+	want := "hi " + tok + "\nboxer\n0\n/app\nhello " + tok + "\n1000:1000\n0:0\na.md\nb.md\n"
 	if run.stdout != want {
 		t.Errorf("run: %q, want %q (stderr %q)", run.stdout, want, run.stderr)
 	}
 	start = time.Now()
 	r = dfBuild(t, nil, name, dir, "--build-arg", "WHO=boxer")
 	warm := time.Since(start)
-	if ran, cached := steps(r.stderr); r.code != 0 || ran != 0 || cached != 5 {
-		t.Errorf("rebuild: exit %d, %d ran, %d cached, want 0 and 5:\n%s", r.code, ran, cached, r.stderr)
+	if ran, cached := steps(r.stderr); r.code != 0 || ran != 0 || cached != 6 {
+		t.Errorf("rebuild: exit %d, %d ran, %d cached, want 0 and 6:\n%s", r.code, ran, cached, r.stderr)
 	}
 	if warm > time.Second {
 		t.Errorf("cached rebuild took %s, want under 1s", warm)
@@ -130,8 +133,8 @@ CMD ["python3", "/app/main.py"]
 	// One changed RUN: the steps before it are cached, it and the next rerun.
 	must(t, os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(strings.Replace(df, "id -u > builder.txt", "id -u > builder.txt; true", 1)), 0o644))
 	r = dfBuild(t, nil, name, dir, "--build-arg", "WHO=boxer")
-	if ran, cached := steps(r.stderr); r.code != 0 || ran != 2 || cached != 3 {
-		t.Errorf("one RUN changed: exit %d, %d ran, %d cached, want 2 and 3:\n%s", r.code, ran, cached, r.stderr)
+	if ran, cached := steps(r.stderr); r.code != 0 || ran != 2 || cached != 4 {
+		t.Errorf("one RUN changed: exit %d, %d ran, %d cached, want 2 and 4:\n%s", r.code, ran, cached, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "2 sandboxes run") {
 		t.Errorf("one RUN changed: not 2 sandboxes:\n%s", r.stderr)
