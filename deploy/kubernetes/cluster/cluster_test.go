@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,22 @@ func (f fleet) remove(t *testing.T, base, id string) {
 	}
 }
 
+// markedSession makes a session through base whose /workspace/mark holds
+// mark; the test's end removes it through cleanup if it is still there.
+func (f fleet) markedSession(t *testing.T, base, cleanup, mark string) string {
+	t.Helper()
+	id := f.newSession(t, base)
+	t.Cleanup(func() { f.call(t, cleanup, "DELETE", "/v1/sessions/"+id, "") })
+	f.run(t, base, "/v1/sessions/"+id+"/runs", map[string]any{"code": "open('/workspace/mark', 'w').write(" + strconv.Quote(mark) + ")"})
+	return id
+}
+
+// readMark is session id's /workspace/mark, read through base.
+func (f fleet) readMark(t *testing.T, base, id string) string {
+	t.Helper()
+	return f.run(t, base, "/v1/sessions/"+id+"/runs", map[string]any{"code": "print(open('/workspace/mark').read())"})
+}
+
 // kernel is what a sandbox's uname says: the host's on runc, gVisor's own
 // (4.4.0) on runsc.
 const kernel = "import platform; print(platform.release())"
@@ -152,9 +169,8 @@ func TestClusterSessionAcrossNodes(t *testing.T) {
 	f := getFleet(t)
 	for _, c := range []struct{ name, made, used string }{{"made-on-runc", f.runc, f.runsc}, {"made-on-runsc", f.runsc, f.runc}} {
 		t.Run(c.name, func(t *testing.T) {
-			id := f.newSession(t, c.made)
-			f.run(t, c.made, "/v1/sessions/"+id+"/runs", map[string]any{"code": "open('/workspace/mark', 'w').write('" + c.name + "')"})
-			if got := f.run(t, c.used, "/v1/sessions/"+id+"/runs", map[string]any{"code": "print(open('/workspace/mark').read())"}); got != c.name {
+			id := f.markedSession(t, c.made, c.used, c.name)
+			if got := f.readMark(t, c.used, id); got != c.name {
 				t.Errorf("the session's file read through the other node: %q, want %q", got, c.name)
 			}
 			f.remove(t, c.used, id)
@@ -230,9 +246,7 @@ func (f fleet) waitServed(t *testing.T, base string) {
 // there, with its files, through either node.
 func TestClusterSessionOutlivesKill(t *testing.T) {
 	f := getFleet(t)
-	id := f.newSession(t, f.runc)
-	defer f.call(t, f.runc, "DELETE", "/v1/sessions/"+id, "")
-	f.run(t, f.runc, "/v1/sessions/"+id+"/runs", map[string]any{"code": "open('/workspace/mark', 'w').write('before the kill')"})
+	id := f.markedSession(t, f.runc, f.runc, "before the kill")
 
 	pod, ctr, restarts := boxerPod(t, "boxer", "n1")
 	cluster(t, "exec", "n1", "ctr", "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", ctr)
@@ -250,7 +264,7 @@ func TestClusterSessionOutlivesKill(t *testing.T) {
 	}
 	f.waitServed(t, f.runc)
 	for _, base := range []string{f.runc, f.runsc} {
-		if got := f.run(t, base, "/v1/sessions/"+id+"/runs", map[string]any{"code": "print(open('/workspace/mark').read())"}); got != "before the kill" {
+		if got := f.readMark(t, base, id); got != "before the kill" {
 			t.Errorf("the session after its server's SIGKILL, through %s: %q, want %q", base, got, "before the kill")
 		}
 	}
@@ -268,18 +282,7 @@ func TestClusterDrain(t *testing.T) {
 	pod, _, _ := boxerPod(t, "boxer-runsc", "n2")
 	podIP := kubectl(t, "-n", "boxer", "get", "pod", pod, "-o", "jsonpath={.status.podIP}")
 	kubectl(t, "-n", "boxer", "delete", "pod", pod, "--wait=false")
-
-	deadline := time.Now().Add(time.Minute)
-	for {
-		code, body := f.call(t, "http://"+podIP+":8080", "GET", "/healthz", "")
-		if code == 503 && strings.Contains(body, `"draining":true`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the deleted pod's /healthz: %d %s, want 503 draining", code, body)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	f.waitDraining(t, podIP)
 	if got := f.run(t, f.runc, "/v1/sessions/"+id+"/runs", map[string]any{"code": "print('still here')"}); got != "still here" {
 		t.Errorf("the draining pod's session through the other node: %q", got)
 	}
@@ -308,4 +311,91 @@ func TestClusterDrain(t *testing.T) {
 	if got := f.run(t, f.runsc, "/v1/runs", map[string]any{"lang": "python", "code": "print('new pod')"}); got != "new pod" {
 		t.Errorf("a run on the runsc pool's new pod: %q", got)
 	}
+}
+
+// TestClusterRollout restarts the runc pool's DaemonSet (kubectl rollout
+// restart: a new template) with a session open on its node: the old pod
+// drains, the session is still answered through the other node, and once
+// it is removed the rollout ends with a new pod, Ready and served.
+func TestClusterRollout(t *testing.T) {
+	f := getFleet(t)
+	id := f.markedSession(t, f.runc, f.runsc, "through the rollout")
+	old, _, _ := boxerPod(t, "boxer", "n1")
+	podIP := kubectl(t, "-n", "boxer", "get", "pod", old, "-o", "jsonpath={.status.podIP}")
+	kubectl(t, "-n", "boxer", "rollout", "restart", "daemonset/boxer")
+	f.waitDraining(t, podIP)
+	if got := f.readMark(t, f.runsc, id); got != "through the rollout" {
+		t.Errorf("the session of the pod the rollout drains, through the other node: %q", got)
+	}
+	start := time.Now()
+	f.remove(t, f.runsc, id)
+	next := waitPod(t, "boxer", "n1", old)
+	kubectl(t, "-n", "boxer", "rollout", "status", "daemonset/boxer", "--timeout=3m")
+	f.waitServed(t, f.runc)
+	t.Logf("the rollout's pod %s is Ready and served %.1fs after the last session of %s was removed", next, time.Since(start).Seconds(), old)
+	if got := f.run(t, f.runc, "/v1/runs", map[string]any{"lang": "python", "code": "print('after the rollout')"}); got != "after the rollout" {
+		t.Errorf("a run on the runc pool after the rollout: %q", got)
+	}
+}
+
+// waitDraining waits up to a minute for the pod at podIP to answer
+// /healthz 503 draining.
+func (f fleet) waitDraining(t *testing.T, podIP string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body := f.call(t, "http://"+podIP+":8080", "GET", "/healthz", "")
+		if code == 503 && strings.Contains(body, `"draining":true`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod at %s: /healthz %d %s, want 503 draining", podIP, code, body)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestClusterNodeLeft takes node n2 out of the fleet while a session is
+// open there (a NoExecute taint no boxer pod tolerates, its pod deleted at
+// once): calls for the session through the other node get 410 Gone, not
+// 503 and not a hang. With the taint gone, the node's next pod answers for
+// the session again (it is the node's, in its containerd), files and all.
+func TestClusterNodeLeft(t *testing.T) {
+	f := getFleet(t)
+	id := f.markedSession(t, f.runsc, f.runc, "on n2")
+	pod, _, _ := boxerPod(t, "boxer-runsc", "n2")
+	const taint = "boxer.dev/test-left=true:NoExecute"
+	kubectl(t, "taint", "node", "n2", taint)
+	untaint := func() { kubectl(t, "taint", "node", "n2", "boxer.dev/test-left-") }
+	defer func() {
+		if t.Failed() {
+			untaint()
+		}
+	}()
+	kubectl(t, "-n", "boxer", "delete", "pod", pod, "--grace-period=0", "--force")
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		code, body := f.call(t, f.runc, "GET", "/v1/sessions/"+id+"/stats", "")
+		if code == 410 {
+			t.Logf("the session of the node that left: 410 %s", strings.TrimSpace(body))
+			break
+		}
+		if code != 503 && code != 200 {
+			t.Fatalf("the session of the node that left, through the other node: %d %s, want 410 (503 while its pod is still listed)", code, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session of the node that left: still %d %s after 2 minutes, want 410", code, body)
+		}
+		time.Sleep(time.Second)
+	}
+	if out := kubectl(t, "-n", "boxer", "get", "pods", "--field-selector", "spec.nodeName=n2", "-o", "name"); out != "" {
+		t.Errorf("boxer pods on the node that left: %s", out)
+	}
+	untaint()
+	waitPod(t, "boxer-runsc", "n2", pod)
+	f.waitServed(t, f.runsc)
+	if got := f.readMark(t, f.runc, id); got != "on n2" {
+		t.Errorf("the session once its node's pod is back, through the other node: %q, want %q", got, "on n2")
+	}
+	f.remove(t, f.runc, id)
 }
