@@ -366,12 +366,14 @@ func TestClusterNodeLeft(t *testing.T) {
 	pod, _, _ := boxerPod(t, "boxer-runsc", "n2")
 	const taint = "boxer.dev/test-left=true:NoExecute"
 	kubectl(t, "taint", "node", "n2", taint)
-	untaint := func() { kubectl(t, "taint", "node", "n2", "boxer.dev/test-left-") }
-	defer func() {
-		if t.Failed() {
-			untaint()
+	tainted := true
+	untaint := func() {
+		if tainted {
+			tainted = false
+			kubectl(t, "taint", "node", "n2", "boxer.dev/test-left-")
 		}
-	}()
+	}
+	defer untaint()
 	kubectl(t, "-n", "boxer", "delete", "pod", pod, "--grace-period=0", "--force")
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -394,6 +396,19 @@ func TestClusterNodeLeft(t *testing.T) {
 	untaint()
 	waitPod(t, "boxer-runsc", "n2", pod)
 	f.waitServed(t, f.runsc)
+	// The other node learns of the member back from DNS: its list of
+	// members is kept a few seconds, and CoreDNS caches the answer.
+	deadline = time.Now().Add(time.Minute)
+	for {
+		code, body := f.call(t, f.runc, "GET", "/v1/sessions/"+id+"/stats", "")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session once its node's pod is back, through the other node: still %d %s after a minute", code, body)
+		}
+		time.Sleep(time.Second)
+	}
 	if got := f.readMark(t, f.runc, id); got != "on n2" {
 		t.Errorf("the session once its node's pod is back, through the other node: %q, want %q", got, "on n2")
 	}
