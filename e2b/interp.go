@@ -102,13 +102,22 @@ func (s *Server) defaultContext(sb *sandbox, lang string) (codeContext, string) 
 	if lang == runner.CellPython {
 		return list[0], ""
 	}
+	find := func(list []codeContext) (codeContext, bool) {
+		for _, c := range list {
+			if c.Default && c.Language == lang {
+				return c, true
+			}
+		}
+		return codeContext{}, false
+	}
+	if c, ok := find(list); ok {
+		return c, c.ID
+	}
 	var c codeContext
 	s.setContexts(sb, func(list []codeContext) []codeContext {
-		for _, have := range list {
-			if have.Default && have.Language == lang {
-				c = have
-				return list
-			}
+		var ok bool
+		if c, ok = find(list); ok {
+			return list // another cell made it meanwhile
 		}
 		c = codeContext{ID: newUUID(), Language: lang, Cwd: defaultCwd, Default: true}
 		return append(list, c)
