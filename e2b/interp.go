@@ -20,7 +20,10 @@ import (
 // served on the sandbox's python session interpreter: each E2B context is
 // a runner.Cell context of it, a namespace, a working directory and an
 // execution count of its own; the default context is the session's own
-// namespace, the one plain session calls share.
+// namespace, the one plain session calls share. A bash context is a bash
+// of its own that the interpreter starts (runner.CellBash), as E2B's
+// template runs Jupyter's bash kernel; a bash cell with no context runs in
+// the sandbox's default bash context, made on first use.
 const (
 	// interpCellTimeout bounds a cell when the operator sets no maximum:
 	// E2B's cells have no timeout of the server's, only the client's,
@@ -32,11 +35,26 @@ const (
 	defaultCwd = "/home/user"
 )
 
-// codeContext is E2B's Context.
+// codeContext is E2B's Context, as kept in the sandbox's record.
 type codeContext struct {
 	ID       string `json:"id"`
 	Language string `json:"language"`
 	Cwd      string `json:"cwd"`
+	// Default marks the default context of its language other than
+	// python's (which is the first): the one a cell of that language
+	// with no context runs in. E2B's Context has no such field.
+	Default bool `json:"default,omitempty"`
+}
+
+// wireContext is E2B's Context as its API answers it.
+type wireContext struct {
+	ID       string `json:"id"`
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+}
+
+func (c codeContext) wire() wireContext {
+	return wireContext{ID: c.ID, Language: c.Language, Cwd: c.Cwd}
 }
 
 // interpreters holds each sandbox's contexts, the default one first.
@@ -71,9 +89,40 @@ func (s *Server) contextsOf(sb *sandbox) ([]codeContext, bool) {
 			delete(in.bySandbox, id)
 		}
 	}
-	list := []codeContext{{ID: newUUID(), Language: "python", Cwd: defaultCwd}}
+	list := []codeContext{{ID: newUUID(), Language: runner.CellPython, Cwd: defaultCwd}}
 	in.bySandbox[sb.ID] = list
 	return list, true
+}
+
+// defaultContext finds sb's default context of lang, made on first use as
+// E2B's server makes its default context of each language; the driver's
+// name for it is "" for python's.
+func (s *Server) defaultContext(sb *sandbox, lang string) (codeContext, string) {
+	list := s.contexts(sb)
+	if lang == runner.CellPython {
+		return list[0], ""
+	}
+	find := func(list []codeContext) (codeContext, bool) {
+		for _, c := range list {
+			if c.Default && c.Language == lang {
+				return c, true
+			}
+		}
+		return codeContext{}, false
+	}
+	if c, ok := find(list); ok {
+		return c, c.ID
+	}
+	var c codeContext
+	s.setContexts(sb, func(list []codeContext) []codeContext {
+		var ok bool
+		if c, ok = find(list); ok {
+			return list // another cell made it meanwhile
+		}
+		c = codeContext{ID: newUUID(), Language: lang, Cwd: defaultCwd, Default: true}
+		return append(list, c)
+	})
+	return c, c.ID
 }
 
 // findContext finds one of sb's contexts; the driver's name for it is ""
@@ -109,7 +158,12 @@ func (s *Server) interpreterHandler() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, "OK") })
 	mux.HandleFunc("POST /execute", s.execute)
 	mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.contexts(sandboxFrom(r.Context())))
+		list := s.contexts(sandboxFrom(r.Context()))
+		wire := make([]wireContext, len(list))
+		for i, c := range list {
+			wire[i] = c.wire()
+		}
+		writeJSON(w, http.StatusOK, wire)
 	})
 	mux.HandleFunc("POST /contexts", s.createContext)
 	mux.HandleFunc("DELETE /contexts/{id}", s.removeContext)
@@ -136,14 +190,15 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Code == nil {
-		writeError(w, http.StatusBadRequest, "code is required: the python code to run")
+		writeError(w, http.StatusBadRequest, "code is required: the code to run")
 		return
 	}
 	if req.ContextID != "" && req.Language != "" {
 		writeError(w, http.StatusBadRequest, "context_id and language: give one of them, not both (a context has its language)")
 		return
 	}
-	if err := checkLanguage(req.Language); err != nil {
+	lang, err := checkLanguage(req.Language)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -151,13 +206,20 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	c, driver, ok := s.contexts(sb)[0], "", true
+	var c codeContext
+	var driver string
 	if req.ContextID != "" {
-		c, driver, ok = s.findContext(sb, req.ContextID)
+		var ok bool
+		if c, driver, ok = s.findContext(sb, req.ContextID); !ok {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s: make one with POST /contexts (createCodeContext)", req.ContextID, sb.ID))
+			return
+		}
+	} else {
+		c, driver = s.defaultContext(sb, lang)
 	}
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s: make one with POST /contexts (createCodeContext)", req.ContextID, sb.ID))
-		return
+	code := *req.Code
+	if c.Language == runner.CellPython {
+		code = leadingIndent(code)
 	}
 	// A cell may run far longer than the listener's write timeout.
 	rc := http.NewResponseController(w)
@@ -169,12 +231,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	defer close(stop)
 	go stream.keepalive(stop)
 	call := runner.SessionCall{
-		Code:    []byte(leadingIndent(*req.Code)),
+		Code:    []byte(code),
 		Timeout: s.cellTimeout(),
 		Stdout:  output{e: stream, kind: "stdout"},
 		Stderr:  output{e: stream, kind: "stderr", tail: 1},
 		Cell: &runner.Cell{
 			Context:   driver,
+			Language:  c.Language,
 			Cwd:       c.Cwd,
 			GlobalEnv: sb.Env,
 			Env:       req.EnvVars,
@@ -225,7 +288,8 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, s.cfg.MaxBody, &req) {
 		return
 	}
-	if err := checkLanguage(req.Language); err != nil {
+	lang, err := checkLanguage(req.Language)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -236,24 +300,24 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("cwd must be an absolute path in the sandbox, not %q", req.Cwd))
 		return
 	}
-	c := codeContext{ID: newUUID(), Language: "python", Cwd: req.Cwd}
-	failed, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellCreate, Context: c.ID, Cwd: c.Cwd})
+	c := codeContext{ID: newUUID(), Language: lang, Cwd: req.Cwd}
+	failed, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellCreate, Context: c.ID, Language: c.Language, Cwd: c.Cwd})
 	if err != nil {
 		writeRunnerError(w, sb, err)
 		return
 	}
 	if failed != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("cwd %s: %s", req.Cwd, failed.Value))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("creating a %s context in %s: %s", lang, req.Cwd, failed.Value))
 		return
 	}
 	s.setContexts(sb, func(list []codeContext) []codeContext { return append(list, c) })
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, c.wire())
 }
 
 func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
 	sb := sandboxFrom(r.Context())
 	id := r.PathValue("id")
-	_, driver, ok := s.findContext(sb, id)
+	c, driver, ok := s.findContext(sb, id)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s", id, sb.ID))
 		return
@@ -262,7 +326,7 @@ func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("context %s is the sandbox's default context, which cannot be removed: restart it to empty it", id))
 		return
 	}
-	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellDrop, Context: driver}); err != nil {
+	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellDrop, Context: driver, Language: c.Language}); err != nil {
 		writeRunnerError(w, sb, err)
 		return
 	}
@@ -285,7 +349,7 @@ func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s", id, sb.ID))
 		return
 	}
-	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellReset, Context: driver, Cwd: c.Cwd}); err != nil {
+	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellReset, Context: driver, Language: c.Language, Cwd: c.Cwd}); err != nil {
 		writeRunnerError(w, sb, err)
 		return
 	}
@@ -311,14 +375,16 @@ func (s *Server) contextOp(ctx context.Context, sb *sandbox, cell runner.Cell) (
 	return failed, err
 }
 
-// checkLanguage refuses a language other than python, the only one the
-// session's interpreter runs.
-func checkLanguage(lang string) error {
+// checkLanguage returns the context language a request's names (python
+// when it names none), or refuses one the interpreter does not run.
+func checkLanguage(lang string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(lang)) {
-	case "", "python":
-		return nil
+	case "", runner.CellPython:
+		return runner.CellPython, nil
+	case runner.CellBash:
+		return runner.CellBash, nil
 	}
-	return fmt.Errorf("language %q is not available: boxer's code interpreter runs python only (leave language out, or use python)", lang)
+	return "", fmt.Errorf("language %q is not available: boxer's code interpreter runs python and bash (leave language out for python)", lang)
 }
 
 // checkEnv refuses variables the interpreter cannot set.

@@ -116,7 +116,8 @@ func TestInterpBadRequests(t *testing.T) {
 		code                     int
 		says                     string
 	}{
-		{"javascript", "POST", "/execute", `{"code":"1","language":"javascript"}`, 400, `language \"javascript\" is not available`},
+		{"javascript", "POST", "/execute", `{"code":"1","language":"javascript"}`, 400, `language \"javascript\" is not available: boxer's code interpreter runs python and bash`},
+		{"bash and context", "POST", "/execute", `{"code":"1","language":"bash","context_id":"x"}`, 400, "context_id and language"},
 		{"both", "POST", "/execute", `{"code":"1","language":"python","context_id":"x"}`, 400, "context_id and language"},
 		{"unknown field", "POST", "/execute", `{"code":"1","kernel":"x"}`, 400, `unknown field \"kernel\"`},
 		{"no code", "POST", "/execute", `{}`, 400, "code is required"},
@@ -151,5 +152,30 @@ func TestInterpBadRequests(t *testing.T) {
 	h.ServeHTTP(w, r)
 	if w.Code != 400 || !strings.Contains(w.Body.String(), "default context") {
 		t.Errorf("removing the default context: %d %s", w.Code, w.Body)
+	}
+	// The default bash context is made once, listed after python's as a
+	// plain E2B Context.
+	bash, driver := s.defaultContext(sb, "bash")
+	again, _ := s.defaultContext(sb, "bash")
+	if driver != bash.ID || again.ID != bash.ID || bash.Language != "bash" || bash.Cwd != "/home/user" {
+		t.Errorf("default bash context: %+v (driver %q), then %+v", bash, driver, again)
+	}
+	r = httptest.NewRequest("GET", "/contexts", nil).WithContext(withSandbox(t.Context(), sb))
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	want := `[{"id":"` + list[0].ID + `","language":"python","cwd":"/home/user"},{"id":"` + bash.ID + `","language":"bash","cwd":"/home/user"}]`
+	if got := strings.TrimSpace(w.Body.String()); got != want {
+		t.Errorf("contexts = %s, want %s", got, want)
+	}
+}
+
+// TestCheckLanguage: the languages a cell or context may name, as E2B's
+// server takes them (any case, spaces around), python when none.
+func TestCheckLanguage(t *testing.T) {
+	for in, want := range map[string]string{"": "python", "python": "python", " Python ": "python", "bash": "bash", "BASH": "bash", "js": "", "r": "", "sh": ""} {
+		got, err := checkLanguage(in)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("checkLanguage(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }

@@ -89,13 +89,60 @@ func TestE2BInterpContexts(t *testing.T) {
 	}
 }
 
+// TestE2BInterpBash: a bash context (createCodeContext({language:
+// 'bash'})) keeps variables, functions and its working directory between
+// cells; runCode with language 'bash' and no context runs in a default
+// bash context of its own, listed as bash; a line comes while the cell
+// still sleeps; the sandbox's env vars and a cell's are seen, a cell's
+// only in that cell; a failing command is an error whose value is its
+// exit status, as Jupyter's bash kernel gives it; lines that look like
+// the driver's sentinel do not end a cell; a timeout interrupts the cell
+// (the rest of it does not run) and keeps the shell; a restart gives a
+// fresh shell in the context's directory; a removed context's shell is
+// gone. On runc and runsc.
+func TestE2BInterpBash(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			e := startE2B(t, "--runtime", rt)
+			out := lines(e.node(t, e.keys[0], interpScript(t, "interp_bash.mjs")))
+			want := []string{
+				`made bash /home/user`,
+				`assign 0 true 1`,
+				`kept 42 /tmp | f says hi 2`,
+				`default cwd /home/user 1`,
+				`default apart unset`,
+				`list python,bash,bash true`,
+				`streamed true first second true`,
+				`env from-create cell`,
+				`env after default`,
+				`env overwrite overwrite from-create`,
+				`failed "" 2 before true`,
+				`false 1`,
+				`true true`,
+				`sentinel after true true`,
+				`timeout TimeoutError true`,
+				`after timeout 41 1 true`,
+				`restarted unset /home/user | no f 1`,
+				`shells 2 2`,
+				`removed false 1`,
+				`run removed NotFoundError`,
+			}
+			if got := strings.Join(out, "\n"); got != strings.Join(want, "\n") {
+				t.Fatalf("got\n%s\nwant\n%s\nserver log:\n%s", got, strings.Join(want, "\n"), e.log)
+			}
+			e.stop(t)
+			assertClean(t)
+		})
+	}
+}
+
 // TestE2BInterpHTTP: over plain HTTP, what the SDK does not show: the
 // body of a refusal names the field.
 func TestE2BInterpHTTP(t *testing.T) {
 	e := startE2B(t)
 	sb := strings.Fields(e.node(t, e.keys[0], `import { Sandbox } from '@e2b/code-interpreter'; const s = await Sandbox.create(); console.log(s.sandboxId, s.envdAccessToken)`))
 	for _, tc := range []struct{ body, says string }{
-		{`{"code":"1","language":"r"}`, `language \"r\" is not available`},
+		{`{"code":"1","language":"r"}`, `language \"r\" is not available: boxer's code interpreter runs python and bash`},
 		{`{"code":"1","timeout":5}`, `unknown field \"timeout\"`},
 	} {
 		req, _ := http.NewRequest("POST", e.api+"/execute", strings.NewReader(tc.body))

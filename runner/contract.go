@@ -88,6 +88,10 @@ type (
 
 // The contract's constants: defaults, field names, statuses.
 const (
+	// CellBash is contract.CellBash.
+	CellBash = contract.CellBash
+	// CellPython is contract.CellPython.
+	CellPython = contract.CellPython
 	// CellCreate is contract.CellCreate.
 	CellCreate = contract.CellCreate
 	// CellDrop is contract.CellDrop.

@@ -12,6 +12,15 @@ import (
 	"strings"
 )
 
+// The languages of a Cell's context.
+const (
+	// CellPython is a namespace of the session's python interpreter.
+	CellPython = "python"
+	// CellBash is a bash of its own, started by the interpreter at the
+	// context's first cell, as Jupyter's bash kernel is one.
+	CellBash = "bash"
+)
+
 // The operations of a Cell.
 const (
 	// CellExec runs Code in the context (made on first use).
@@ -31,13 +40,20 @@ const (
 // of its own, as a notebook kernel runs a cell, and the cell's results
 // and error come to Record as typed records. Its output still goes to the
 // call's Stdout and Stderr. Only python and python-data sessions have
-// cells; plain calls share the namespace of the context "".
+// cells; plain calls share the namespace of the context "". A context of
+// CellBash runs its cells' code in a bash of its own: its state is the
+// shell's (variables, functions, working directory), a cell's records
+// are its count and, when its exit status is not 0, an error whose Value
+// is that status.
 type Cell struct {
 	// Op is one of CellExec (the default), CellCreate, CellReset and
 	// CellDrop.
 	Op string
 	// Context names the context: "" is the session's own namespace.
 	Context string
+	// Language is the context's: CellPython (the default) or CellBash,
+	// which a context named "" cannot be.
+	Language string
 	// Cwd is the context's working directory when it is made; each cell
 	// starts where the context's last one ended.
 	Cwd string
@@ -79,6 +95,7 @@ const cellMaxRecord = 32 << 20
 type cellSpec struct {
 	Op        string            `json:"op"`
 	Context   string            `json:"context"`
+	Language  string            `json:"language,omitempty"`
 	Cwd       string            `json:"cwd,omitempty"`
 	Code      string            `json:"code,omitempty"`
 	GlobalEnv map[string]string `json:"global_env,omitempty"`
@@ -95,6 +112,15 @@ func (c *Cell) Check(lang string, interpreter bool) error {
 	case "", CellExec, CellCreate, CellReset, CellDrop:
 	default:
 		return fmt.Errorf("unknown cell operation %q", c.Op)
+	}
+	switch c.Language {
+	case "", CellPython:
+	case CellBash:
+		if c.Context == "" {
+			return FieldErr("context", "must name a bash context: the context \"\" is the session's own python namespace")
+		}
+	default:
+		return FieldErr("language", "must be python or bash, not %q", c.Language)
 	}
 	for _, env := range []map[string]string{c.GlobalEnv, c.Env} {
 		for k, v := range env {
@@ -115,7 +141,7 @@ func (c *Cell) Spec(code []byte) ([]byte, error) {
 	if op == "" {
 		op = CellExec
 	}
-	return json.Marshal(cellSpec{Op: op, Context: c.Context, Cwd: c.Cwd, Code: string(code), GlobalEnv: c.GlobalEnv, Env: c.Env})
+	return json.Marshal(cellSpec{Op: op, Context: c.Context, Language: c.Language, Cwd: c.Cwd, Code: string(code), GlobalEnv: c.GlobalEnv, Env: c.Env})
 }
 
 // CellRecords splits a cell's "rec" frames into records: JSON lines, a

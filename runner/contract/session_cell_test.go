@@ -44,6 +44,9 @@ func TestCellCheck(t *testing.T) {
 		{"env value", "python-data", Cell{GlobalEnv: map[string]string{"A": "\x00"}}, `"A"`},
 		{"cwd", "python", Cell{Op: CellCreate, Cwd: "rel"}, "absolute path"},
 		{"fine", "python-data", Cell{Op: CellCreate, Cwd: "/tmp", Env: map[string]string{"A": "b"}}, ""},
+		{"bash context", "python", Cell{Context: "c", Language: CellBash}, ""},
+		{"bash unnamed", "python", Cell{Language: CellBash}, `context must name a bash context`},
+		{"language", "python", Cell{Context: "c", Language: "r"}, `language must be python or bash, not "r"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -55,7 +58,11 @@ func TestCellCheck(t *testing.T) {
 	}
 	spec, err := (&Cell{Context: "c", Env: map[string]string{"A": "b"}}).Spec([]byte("x + 1"))
 	var back cellSpec
-	if err != nil || json.Unmarshal(spec, &back) != nil || back.Op != CellExec || back.Code != "x + 1" || back.Context != "c" || back.Env["A"] != "b" {
+	if err != nil || json.Unmarshal(spec, &back) != nil || back.Op != CellExec || back.Code != "x + 1" || back.Context != "c" || back.Env["A"] != "b" || back.Language != "" {
 		t.Errorf("spec = %s, %v", spec, err)
+	}
+	spec, err = (&Cell{Context: "c", Language: CellBash}).Spec([]byte("echo hi"))
+	if err != nil || !strings.Contains(string(spec), `"language":"bash"`) {
+		t.Errorf("bash spec = %s, %v", spec, err)
 	}
 }

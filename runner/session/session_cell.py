@@ -4,17 +4,21 @@
 # own; "" is the session's own namespace, which plain calls share), and
 # reports typed records beside its output: the execution count, the value
 # of its last expression and the matplotlib figures it left open, each in
-# several formats, and its exception. The driver loads this file from /code
-# on the first cell only; runner/session_cell_linux.go reads the records.
+# several formats, and its exception. A context of language "bash" is a
+# shell of its own instead (session_bash.py, delivered beside this file).
+# The driver loads this file from /code on the first cell only;
+# runner/session_cell_linux.go reads the records.
 import ast
 import asyncio
 import base64
 import importlib.abc
+import importlib.util
 import inspect
 import io
 import json
 import linecache
 import os
+import shutil
 import sys
 import traceback
 
@@ -36,8 +40,23 @@ HERE = os.path.abspath(__file__)
 
 
 class Context:
+    language = "python"
+
     def __init__(self, ns, cwd):
         self.ns, self.cwd, self.count = ns, cwd, 0
+
+
+BASH = []
+
+
+def bash():
+    """session_bash.py, loaded on the first bash context."""
+    if not BASH:
+        spec = importlib.util.spec_from_file_location("boxer_bash", "/code/.boxer-bash.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        BASH.append(module)
+    return BASH[0]
 
 
 class Cells:
@@ -61,42 +80,66 @@ class Cells:
         cid = spec.get("context", "")
         ctx = self.contexts.get(cid)
         if ctx is None:
+            cwd = spec.get("cwd") or os.getcwd()
+            if spec.get("language") == "bash" and cid != "":
+                ctx = self.contexts[cid] = bash().BashContext(cwd)
+                return ctx
             ns = self.session_ns if cid == "" else self.fresh({})
             ns.setdefault("display", self.display)
-            ctx = self.contexts[cid] = Context(ns, spec.get("cwd") or os.getcwd())
+            ctx = self.contexts[cid] = Context(ns, cwd)
         return ctx
 
-    def run(self, name, call, emit, interruptible):
+    def drop(self, cid):
+        ctx = self.contexts.pop(cid, None)
+        if ctx is not None and ctx.language == "bash":
+            ctx.stop()
+        return ctx
+
+    def run(self, name, call, emit, interruptible, stream=None):
         """Runs the cell /code/NAME; emit(record, now) sends a record at once
-        or after the cell's output. Returns the call's exit status."""
+        or after the cell's output; stream(fd, kind) sends what fd reads as
+        the call's output of kind (b"out", b"err") and returns the thread
+        that does. Returns the call's exit status."""
         with open(os.path.join("/code", name), encoding="utf-8") as f:
             spec = json.load(f)
         op = spec.get("op")
         cid = spec.get("context", "")
+        language = spec.get("language") or "python"
+        if language not in ("python", "bash") or language == "bash" and (cid == "" or stream is None):
+            emit(error("ValueError", "no %s context %r in this interpreter" % (language, cid)), False)
+            return 1
         if op == "create":
             cwd = spec.get("cwd", "")
             if not os.path.isdir(cwd):
-                emit({"kind": "error", "name": "FileNotFoundError", "value": "no directory %s in the sandbox" % cwd, "traceback": ""}, False)
+                emit(error("FileNotFoundError", "no directory %s in the sandbox" % cwd), False)
                 return 1
-            self.contexts.pop(cid, None)
+            if language == "bash" and not shutil.which("bash"):
+                emit(error("FileNotFoundError", "bash is not installed in this sandbox"), False)
+                return 1
+            self.drop(cid)
             self.context(spec)
             return 0
         if op == "reset":
-            old = self.contexts.pop(cid, None)
+            old = self.drop(cid)
             if cid == "":
                 self.fresh(self.session_ns)
             if old is not None:
-                self.context(dict(spec, cwd=spec.get("cwd") or old.cwd))
+                self.context(dict(spec, cwd=spec.get("cwd") or old.cwd, language=old.language))
             return 0
         if op == "drop":
-            self.contexts.pop(cid, None)
+            self.drop(cid)
             return 0
         if op != "exec":
-            emit({"kind": "error", "name": "ValueError", "value": "unknown cell operation %r" % op, "traceback": ""}, False)
+            emit(error("ValueError", "unknown cell operation %r" % op), False)
             return 1
         ctx = self.context(spec)
+        if ctx.language != language:
+            emit(error("ValueError", "context %r is a %s context, not %s" % (cid, ctx.language, language)), False)
+            return 1
         ctx.count += 1
         emit({"kind": "count", "count": ctx.count}, True)
+        if language == "bash":
+            return ctx.run(spec, call, emit, interruptible, stream)
         for k, v in (spec.get("global_env") or {}).items():
             os.environ[k] = v
         saved = {k: os.environ.get(k) for k in spec.get("env") or {}}
@@ -266,6 +309,10 @@ def result_record(obj, main):
     except (TypeError, ValueError):
         data.pop("application/json", None)
     return {"kind": "result", "main": main, "data": data}
+
+
+def error(name, value):
+    return {"kind": "error", "name": name, "value": value, "traceback": ""}
 
 
 def error_record(e):

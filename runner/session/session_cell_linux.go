@@ -10,5 +10,15 @@ import _ "embed"
 //go:embed session_cell.py
 var sessionCell string
 
-// cellFile is where the driver finds it, read-only in /code.
-const cellFile = ".boxer-cell.py"
+// sessionBash is session_bash.py, which session_cell.py loads for a
+// session's first bash context.
+//
+//go:embed session_bash.py
+var sessionBash string
+
+// cellFile and bashFile are where the driver finds them, read-only in
+// /code.
+const (
+	cellFile = ".boxer-cell.py"
+	bashFile = ".boxer-bash.py"
+)

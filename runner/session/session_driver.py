@@ -6,7 +6,8 @@
 # format); fd 2 is fd 0's own FIFO, which the driver holds open and never
 # writes, so that the FIFO keeps a writer and fd 0 never reads an end
 # between two callers. A "cell" frame runs a code interpreter's cell
-# (session_cell.py, delivered beside this file): its results and error
+# (session_cell.py, delivered beside this file, and session_bash.py for
+# a bash context's, which runs in a bash of its own): its results and error
 # come back as "rec" frames, JSON lines, before its exit frame. A "load"
 # frame, which boxer sends a ready session before any call
 # (runner/session_ready_linux.go), names modules to import ahead of the
@@ -122,6 +123,14 @@ def pump(wire, fd, kind, call):
         os.close(fd)
 
 
+def start_pump(wire, fd, kind, call):
+    """Sends what fd reads as call's output of kind until its end; returns
+    the thread that does."""
+    p = threading.Thread(target=pump, args=(wire, fd, kind, call), daemon=True)
+    p.start()
+    return p
+
+
 @contextlib.contextmanager
 def interruptible():
     """Lets SIGINT (boxer's interrupt at the call's timeout) through only
@@ -194,10 +203,7 @@ def serve(wire, call, name, stdin, ns, cell):
         return
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    pumps = [threading.Thread(target=pump, args=(wire, out_r, b"out", call), daemon=True),
-             threading.Thread(target=pump, args=(wire, err_r, b"err", call), daemon=True)]
-    for p in pumps:
-        p.start()
+    pumps = [start_pump(wire, out_r, b"out", call), start_pump(wire, err_r, b"err", call)]
     for fd, target in ((stdin, 0), (out_w, 1), (err_w, 2)):
         os.dup2(fd, target)
         os.close(fd)
@@ -214,7 +220,8 @@ def serve(wire, call, name, stdin, ns, cell):
 
     try:
         if cell:
-            status = cells(ns).run(name, int(number(name)), emit, interruptible)
+            status = cells(ns).run(name, int(number(name)), emit, interruptible,
+                                   lambda fd, kind: start_pump(wire, fd, kind, call))
         else:
             status = run(name, ns)
     except BaseException:

@@ -359,7 +359,7 @@ func (sb *sandbox) writeSupport(p contract.Preset) error {
 		support = map[string]string{}
 	}
 	if interpreted(sb.Req.Lang) {
-		support[driverFile], support[cellFile] = sessionDriver, sessionCell
+		support[driverFile], support[cellFile], support[bashFile] = sessionDriver, sessionCell, sessionBash
 	}
 	for name, content := range support {
 		if err := os.WriteFile(filepath.Join(sb.Dirs.Code, name), []byte(content), 0o644); err != nil {
