@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,7 @@ func TestDocExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	holdDocPorts(t)
 	bin := t.TempDir()
 	if err := os.Symlink(boxerBin, filepath.Join(bin, "boxer")); err != nil {
 		t.Fatal(err)
@@ -201,4 +203,29 @@ func indent(lines []string) string {
 		return "    (nothing)"
 	}
 	return "    " + strings.Join(lines, "\n    ")
+}
+
+// holdDocPorts waits until no other test run on this host runs the pages'
+// examples, and claims them until the test ends: the pages listen on the
+// ports they name (8080, 3000), and a make test beside another once ran
+// its examples against the other's server (its own could not bind, and
+// its audit log stayed empty). The claim is an abstract unix socket,
+// gone with the process that holds it.
+func holdDocPorts(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	for {
+		claim, err := net.Listen("unix", "@boxer-test-doc-examples")
+		if err == nil {
+			t.Cleanup(func() { claim.Close() })
+			if d := time.Since(start); d > time.Second {
+				t.Logf("waited %s for another test run's doc examples to end", d.Round(time.Second))
+			}
+			return
+		}
+		if time.Since(start) > 20*time.Minute {
+			t.Fatalf("another test run on this host has run the doc examples for 20 minutes: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

@@ -47,10 +47,12 @@ while time.time() < end:
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			id := createSession(t, "--lang", "python", "--runtime", rt)
-			keeper := keeperOf(t, id)
 			if r := sessionExec(t, "", append([]string{id, "--bg", "--tag", "flood"}, flood...)...); r.code != 0 {
 				t.Fatalf("exec --bg: %d %s", r.code, r.stderr)
 			}
+			// The keeper that holds the flood's process: the exec may
+			// have started one beside the session's own, still starting.
+			keeper := keeperOf(t, id)
 			for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 				if ps := processes(t, id); !ps[len(ps)-1].Running {
 					break

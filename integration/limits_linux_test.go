@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,17 +179,30 @@ print("done", file=sys.stderr)
 }
 
 func TestCPUQuota(t *testing.T) {
-	// Two busy threads for 1 s of wall time under --cpus 0.5 get about 0.5 s of CPU.
+	// Two busy threads burn 0.6 s of CPU between them: under --cpus 0.5
+	// that takes at least about 1.2 s of wall time (one CFS period's
+	// burst less), where an idle host unlimited takes 0.3 s. Timed by the
+	// CPU the program used, not by the wall: a loaded host (make test
+	// beside another) gives a sandbox less CPU than its quota, and only
+	// slows it further (a 1 s burn got 124 ms there).
 	res, _ := python(t, `
-import threading, time, os
+import threading, time
+start = time.monotonic()
 def burn():
-    end = time.time() + 1.0
-    while time.time() < end: pass
+    while time.process_time() < 0.6: pass
 ts = [threading.Thread(target=burn) for _ in range(2)]
 [t.start() for t in ts]; [t.join() for t in ts]
-`, "--cpus", "0.5")
-	if res.CPUTimeMs > 800 || res.CPUTimeMs < 300 {
-		t.Errorf("cpu_time_ms = %.0f, want about 500 under --cpus 0.5", res.CPUTimeMs)
+print(round(time.monotonic() - start, 3))
+`, "--cpus", "0.5", "--timeout", "60s")
+	wall, err := strconv.ParseFloat(strings.TrimSpace(res.Stdout), 64)
+	if err != nil {
+		t.Fatalf("the program said %q (%s): %v", res.Stdout, res.Stderr, err)
+	}
+	if wall < 0.9 {
+		t.Errorf("0.6 s of CPU on two threads took %.2f s of wall time under --cpus 0.5, want at least about 1.2 s", wall)
+	}
+	if res.CPUTimeMs < 550 || res.CPUTimeMs > 2000 {
+		t.Errorf("cpu_time_ms = %.0f, want about 600 (what the program burned, and its start)", res.CPUTimeMs)
 	}
 	assertClean(t)
 }

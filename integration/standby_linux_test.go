@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,6 +347,15 @@ func TestStandbyMakerKilled(t *testing.T) {
 	if len(cs) == 0 {
 		t.Fatal("the run's sandbox was gone before its maker was killed: the kill came too late to test")
 	}
+	// What the killed maker asked of containerd last (a standby's
+	// container or task) is still made after its death: wait for the
+	// makers to be gone and containerd's sandboxes to stand still, or
+	// the next command's reaping may come first and find nothing yet
+	// (once, beside two other make tests: a task made after it).
+	for deadline := time.Now().Add(5 * time.Second); len(standbyMakers()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitContainersStill(t)
 	if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {
 		t.Fatalf("run after the kill: %s", r.stderr)
 	}
@@ -397,4 +408,35 @@ func TestStandbyImageReplaced(t *testing.T) {
 	waitStandbys(t, 1)
 	endStandbys(t)
 	assertClean(t)
+}
+
+// waitContainersStill waits up to 10 s for the test containerd's
+// containers and tasks to stay the same for half a second.
+func waitContainersStill(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	state := func() string {
+		cs, err := client.Containers(ctx)
+		must(t, err)
+		ts, err := client.TaskService().List(ctx, nil)
+		must(t, err)
+		var ids []string
+		for _, c := range cs {
+			ids = append(ids, "c:"+c.ID())
+		}
+		for _, tk := range ts.Tasks {
+			ids = append(ids, fmt.Sprintf("t:%s:%d", tk.ID, tk.Status))
+		}
+		sort.Strings(ids)
+		return strings.Join(ids, " ")
+	}
+	last := state()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		now := state()
+		if now == last {
+			return
+		}
+		last = now
+	}
 }

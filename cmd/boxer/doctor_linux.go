@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/boxer-dev/boxer/daemon"
 	"github.com/boxer-dev/boxer/runner"
@@ -20,8 +21,20 @@ import (
 // whose command line names dir), unmounts what is mounted under it, deepest
 // first and until nothing is (mounts may be stacked), and removes it.
 func removeProbeDir(dir string) {
-	for _, pid := range processesNaming(dir + "/") {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	// A child runsc forked just before it was killed, in a session of its
+	// own, may exec into its gofer or sandbox after a first look: look
+	// again until none is left (once, on a loaded host, a gofer and a
+	// sandbox of the KVM probe outlived doctor). Before its exec, such a
+	// child names dir in its environment (TMPDIR) only.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		pids := processesNaming(dir + "/")
+		pids = append(pids, processesWithEnv("TMPDIR="+dir)...)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 	for {
 		points := mountsUnder(dir)
@@ -69,6 +82,30 @@ func processesNaming(s string) []int {
 		}
 		if data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(data, []byte(s)) {
 			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// processesWithEnv lists the processes (other than this one) with the
+// environment variable kv (NAME=VALUE) as it is.
+func processesWithEnv(kv string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, v := range bytes.Split(data, []byte{0}) {
+			if string(v) == kv {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	return pids
