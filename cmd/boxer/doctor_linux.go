@@ -73,23 +73,25 @@ func mountsUnder(dir string) []string {
 // processesNaming lists the processes (other than this one) whose command
 // line contains s.
 func processesNaming(s string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(data, []byte(s)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return processesWhere("cmdline", func(data []byte) bool { return bytes.Contains(data, []byte(s)) })
 }
 
 // processesWithEnv lists the processes (other than this one) with the
 // environment variable kv (NAME=VALUE) as it is.
 func processesWithEnv(kv string) []int {
+	return processesWhere("environ", func(data []byte) bool {
+		for _, v := range bytes.Split(data, []byte{0}) {
+			if string(v) == kv {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// processesWhere lists the processes (other than this one) whose
+// /proc/PID/file match says yes to.
+func processesWhere(file string, match func([]byte) bool) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -97,15 +99,8 @@ func processesWithEnv(kv string) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for _, v := range bytes.Split(data, []byte{0}) {
-			if string(v) == kv {
-				pids = append(pids, pid)
-				break
-			}
+		if data, err := os.ReadFile(filepath.Join("/proc", e.Name(), file)); err == nil && match(data) {
+			pids = append(pids, pid)
 		}
 	}
 	return pids
