@@ -5,7 +5,7 @@
  * them signals and reports how they ended, all driven by frames that the
  * session's keeper writes to its stdin and reads from its stdout.
  *
- *   boxer-procd
+ *   boxer-procd [-q]    (-q: stderr held open, unwritten; below)
  *
  * A frame is a 12-byte header and a payload: the payload's length
  * (32-bit little-endian), the kind, a stream (0 stdin, 1 stdout, 2
@@ -37,15 +37,15 @@
  * It runs as the sandbox's user without capabilities, under the sandbox's
  * seccomp filter: it needs ppoll, read, write, pipe2, open and stat (the
  * PTY, the program), ioctl, vfork, setsid, setpgid, dup2, chdir, execve,
- * wait4, kill, fcntl, close, close_range, rt_sigaction, rt_sigprocmask,
- * and brk, mmap and munmap (malloc): procwire's TestSeccompAllows traces
- * what it makes against the default profile. One process, one thread.
+ * wait4, kill, fcntl, close, close_range, prctl, rt_sigaction,
+ * rt_sigprocmask, and brk, mmap and munmap (malloc): procwire's
+ * TestSeccompAllows traces its calls against the default profile.
  *
  * This file is the channel; init/boxer-procd-start.c starts a process.
- * Built static against musl by 'make deps' and 'make build', as
- * boxer-init is.
+ * Built static against musl ('make deps', 'make build'), as boxer-init.
  */
 #include "boxer-procd.h"
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 struct proc procs[MAX_PROCS];
@@ -403,17 +403,13 @@ static void input(void)
 /* ending is the signal that ends boxer-procd, once one came. */
 static volatile sig_atomic_t ending;
 
-static void on_signal(int sig)
-{
-	if (sig != SIGCHLD)
-		ending = sig;
-}
+static void on_signal(int sig) { if (sig != SIGCHLD) ending = sig; }
 
 int main(int argc, char **argv)
 {
-	(void)argv;
-	if (argc != 1) {
-		dprintf(2, "usage: boxer-procd (its frames come on stdin; docs/internals.md)\n");
+	int quiet = argc == 2 && strcmp(argv[1], "-q") == 0;
+	if (argc != 1 && !quiet) {
+		dprintf(2, "usage: boxer-procd [-q] (its frames come on stdin; docs/internals.md)\n");
 		return 125;
 	}
 	/* A signal ignored by whatever started boxer-procd is not ignored by
@@ -444,12 +440,20 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	fcntl(1, F_SETFL, fcntl(1, F_GETFL) & ~O_NONBLOCK);
-	/* What boxer-procd was given beyond its stdio is not its processes'
-	 * (a runtime's exec gives them only 0, 1 and 2): close_range (Linux
-	 * 5.9), else one close a descriptor. */
+	/* Beyond its stdio nothing is its processes' (an exec gives 0, 1, 2).
+	 * Not dumpable: they (the same user) cannot open its /proc/PID/fd. */
+	prctl(PR_SET_DUMPABLE, 0);
 	if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
 		for (int fd = 3; fd < 1024; fd++)
 			close(fd);
+	/* -q: stderr is its stdin's FIFO (a session's first program: it keeps
+	 * that open for the next keeper): kept, unwritten; notes to /dev/null. */
+	if (quiet) {
+		int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (fcntl(2, F_DUPFD_CLOEXEC, 3) < 0 || nul < 0 || dup2(nul, 2) < 0)
+			return 125;
+		close(nul);
+	}
 
 	static struct pollfd fds[1 + 3 * MAX_PROCS];
 	static struct {

@@ -325,7 +325,7 @@ func (c *Client) dispatch(f frame) error {
 		if p.state != starting || len(f.payload) < 4 {
 			return violation("a start-failed for process %d, which is not starting", f.id)
 		}
-		p.startErr = &StartError{Errno: binary.LittleEndian.Uint32(f.payload), Message: printable(f.payload[4:], 300)}
+		p.startErr = &StartError{ID: p.id, Errno: binary.LittleEndian.Uint32(f.payload), Message: printable(f.payload[4:], 300)}
 		delete(c.procs, f.id)
 	case kindOut:
 		return p.takeOut(f.stream, f.payload)
@@ -381,6 +381,8 @@ func printable(b []byte, max int) string {
 
 // StartError is a server's refusal to start a process.
 type StartError struct {
+	// ID is the id the start took: no other process gets it.
+	ID uint32
 	// Errno is the server's errno.
 	Errno uint32
 	// Message says why, in the server's words.

@@ -141,6 +141,7 @@ const (
 	EndRemoved     = "removed"
 	EndDisconnect  = "client_disconnected"
 	EndShutdown    = "server_shutdown"
+	EndProcServer  = "process_server_exited"
 )
 
 // SessionEnd says whether a session with these labels, last used at used

@@ -17,7 +17,7 @@ import (
 var imagePackages = []string{"ca-certificates", "curl", "dash", "debian-archive-keyring", "debootstrap", "gpgv", "util-linux"}
 
 // imageBinaries are what boxer looks for beside itself.
-var imageBinaries = []string{"boxer", "boxer-init", "boxer-wrap"}
+var imageBinaries = []string{"boxer", "boxer-init", "boxer-wrap", "boxer-procd"}
 
 // TestContainerfile: the image's last stage installs every package boxer
 // needs by name and copies boxer's binaries beside it, each built in the

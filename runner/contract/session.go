@@ -177,6 +177,8 @@ func EndText(reason string) string {
 		return "its client disconnected"
 	case reaper.EndShutdown:
 		return "the server shut down"
+	case reaper.EndProcServer:
+		return "its process server (boxer-procd) exited: a program in it killed it, it ran out of memory, or it broke its channel"
 	}
 	return reason
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/egress"
+	"github.com/boxer-dev/boxer/procwire"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
 	"github.com/boxer-dev/boxer/secrets"
@@ -71,6 +72,11 @@ type keeper struct {
 	mu    sync.Mutex
 	next  int
 	procs map[int]*keptProcess
+	// server is the session's process server's client; nil when the
+	// session has none, and its processes are containerd execs.
+	// startMu orders starts through it.
+	server  *procwire.Client
+	startMu sync.Mutex
 
 	// gw serves the session's network (session_net_linux.go); nil
 	// without one, or when it failed to start (gwErr). netMu orders
@@ -159,6 +165,12 @@ func (r *Layer) Keep(ctx context.Context, id string) error {
 		log.G(ctx).WithError(k.gwErr).Warnf("session %s: serving its network", id)
 	} else if k.gw != nil {
 		defer k.gw.Close()
+	}
+	if rec.ProcServer {
+		if err := k.connectServer(); err != nil {
+			ln.Close()
+			return fmt.Errorf("session %s: %w", id, err)
+		}
 	}
 	srv := &http.Server{Handler: k.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()

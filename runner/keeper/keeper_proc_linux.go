@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/oci"
+	"github.com/boxer-dev/boxer/procwire"
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
 	box "github.com/boxer-dev/boxer/runner/sandbox"
@@ -32,12 +33,15 @@ const pidWait = 10 * time.Second
 
 // keptProcess is one of a keeper's processes.
 type keptProcess struct {
-	info    contract.ProcessInfo // under the keeper's mu
-	out     *ring
+	info contract.ProcessInfo // under the keeper's mu
+	out  *ring
+	// process is its containerd exec, or served its process server's
+	// (keeper_served_linux.go).
 	process containerd.Process
+	served  *procwire.Process
 	// stdin is its stdin's writing end while it is open; nil without.
 	stdinMu sync.Mutex
-	stdin   *io.PipeWriter
+	stdin   io.WriteCloser
 	// pid is closed once info.PID is known (or it ended first).
 	pid chan struct{}
 	// size is its terminal's first size.
@@ -50,6 +54,9 @@ type keptProcess struct {
 func (k *keeper) start(req contract.ProcessRequest) (contract.ProcessInfo, error) {
 	if err := req.Check(); err != nil {
 		return contract.ProcessInfo{}, err
+	}
+	if k.server != nil {
+		return k.startServed(req)
 	}
 	k.mu.Lock()
 	if err := k.roomLocked(); err != nil {
@@ -200,6 +207,13 @@ func (k *keeper) signal(p *keptProcess, sig unix.Signal) error {
 	if !info.Running {
 		return contract.FieldErr(contract.FieldSignal, "cannot be sent: process %d has ended (exit code %d)", info.ID, *info.ExitCode)
 	}
+	if p.served != nil {
+		// To its group for a SIGKILL, as below: what it started ends too.
+		if err := p.served.Signal(sig, sig == unix.SIGKILL); err != nil {
+			return fmt.Errorf("signalling process %d: %w", info.ID, err)
+		}
+		return nil
+	}
 	if k.runtime != "runsc" {
 		return k.signalFromHost(p, info, sig)
 	}
@@ -261,6 +275,9 @@ func (p *keptProcess) closeStdin(ctx context.Context) {
 		return
 	}
 	w.Close()
+	if p.process == nil {
+		return
+	}
 	if err := p.process.CloseIO(context.WithoutCancel(ctx), containerd.WithStdinCloser); err != nil && !errdefs.IsNotFound(err) {
 		log.G(ctx).WithError(err).Debug("closing stdin")
 	}
@@ -273,6 +290,12 @@ func (p *keptProcess) resize(ctx context.Context, size contract.TermSize) error 
 	}
 	if size.Cols == 0 || size.Rows == 0 || size.Cols > 1000 || size.Rows > 1000 {
 		return contract.FieldErr(contract.FieldPTY, "size must be 1-1000 columns and rows, got %dx%d", size.Cols, size.Rows)
+	}
+	if p.served == nil && p.process == nil {
+		return contract.FieldErr(contract.FieldPTY, "cannot be resized: process %d never started", p.info.ID)
+	}
+	if p.served != nil {
+		return p.served.Resize(procwire.Size{Rows: uint16(size.Rows), Cols: uint16(size.Cols)})
 	}
 	return p.process.Resize(ctx, size.Cols, size.Rows)
 }

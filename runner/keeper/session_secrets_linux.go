@@ -181,6 +181,8 @@ func deliveredSecrets(runDir string, rec keptRecord) *Secrets {
 type keptRecord struct {
 	Request   contract.Request `json:"request"`
 	SecretEnv []string         `json:"secret_env,omitempty"`
+	// ProcServer: its processes start through its process server.
+	ProcServer bool `json:"proc_server,omitempty"`
 }
 
 // RecordFile is a session's record in its run directory.

@@ -57,9 +57,13 @@ var ErrWireBroken = errors.New("the session's interpreter sent a malformed frame
 // while the driver's process is created: the shim opens the write ends,
 // which waits for a reader. The caller closes the IO once the driver has
 // started; from then on the shim holds both FIFOs.
-func WireCreator(runDir string) cio.Creator {
+func WireCreator(runDir string) cio.Creator { return fifoCreator(runDir, WireIn, WireOut) }
+
+// fifoCreator makes a first program's FIFOs, inName its stdin and stderr,
+// outName its stdout (WireCreator).
+func fifoCreator(runDir, inName, outName string) cio.Creator {
 	return func(string) (cio.IO, error) {
-		in, out := filepath.Join(runDir, WireIn), filepath.Join(runDir, WireOut)
+		in, out := filepath.Join(runDir, inName), filepath.Join(runDir, outName)
 		d, err := box.NewDetachedIO(cio.Config{Stdin: in, Stdout: out, Stderr: in}, []string{in, out}, []string{in, out})
 		if err != nil {
 			return nil, err // not a nil *box.DetachedIO in a non-nil cio.IO

@@ -129,25 +129,31 @@ func LinkInit(init, codeDir string) error {
 	if init == "" {
 		return ErrNoInit
 	}
-	dst := filepath.Join(codeDir, path.Base(oci.InitPath))
-	if err := os.Link(init, dst); err == nil {
+	return LinkHelper(init, codeDir, path.Base(oci.InitPath))
+}
+
+// LinkHelper puts the program at the host path bin into a sandbox's code
+// directory as name, as LinkInit does boxer-init.
+func LinkHelper(bin, codeDir, name string) error {
+	dst := filepath.Join(codeDir, name)
+	if err := os.Link(bin, dst); err == nil {
 		return nil
 	}
-	src, err := os.Open(init)
+	src, err := os.Open(bin)
 	if err != nil {
-		return fmt.Errorf("copying boxer-init: %w", err)
+		return fmt.Errorf("copying %s: %w", filepath.Base(bin), err)
 	}
 	defer src.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
 	if err != nil {
-		return fmt.Errorf("copying boxer-init: %w", err)
+		return fmt.Errorf("copying %s: %w", filepath.Base(bin), err)
 	}
 	_, err = io.Copy(out, src)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("copying boxer-init: %w", err)
+		return fmt.Errorf("copying %s: %w", filepath.Base(bin), err)
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type Layer struct {
 	making map[string]string
 	// ends keeps ended sessions' network figures (EndedNetwork).
 	ends endedNets
+	// server is boxer-procd on the host, every session's process server
+	// but an interpreter's on gVisor (driverFirst); empty when it is not
+	// installed: their processes are containerd execs.
+	server string
 }
 
 // Settler is what ready sessions ask of the warm sandboxes beside them:
@@ -76,6 +80,7 @@ func New(h *box.Host, cleanups *sync.WaitGroup, warm Settler, o Options) *Layer 
 		ceilings:       o.Ceilings,
 		watches:        o.Ceilings.ServerWatches(inotifyInstances()),
 		making:         map[string]string{},
+		server:         box.HelperBinary(keeper.ServerName),
 	}
 	r.Layer = keeper.New(h, o.Keeper, keeperSessions{r})
 	return r

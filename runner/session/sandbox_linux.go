@@ -112,6 +112,10 @@ func (sb *sandbox) Streams(*box.Sandbox) cio.Creator {
 		// Its first process is its interpreter, on the wire.
 		return keeper.WireCreator(sb.RunDir)
 	}
+	if sb.session != nil && sb.session.served {
+		// Its first process is its process server.
+		return keeper.ServerCreator(sb.RunDir)
+	}
 	if sb.session != nil {
 		// Its first process only keeps it alive: a session's calls
 		// bring their own streams.

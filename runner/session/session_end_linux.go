@@ -4,6 +4,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -63,7 +64,23 @@ func (r *Layer) verdict(ctx context.Context, c containerd.Container, labels map[
 	if reason == "" && ask && labels[reaper.LabelOwner] == r.Owner && labels[reaper.LabelSessionMade] != "" && !reaper.TaskRunning(ctx, c) {
 		reason = reaper.EndExited
 	}
+	if reason == reaper.EndExited {
+		reason = r.exited(c.ID())
+	}
 	return reason
+}
+
+// exited is why session id ended when its sandbox stopped on its own:
+// its process server's end for a session whose first program it was
+// (killed from inside, out of memory, or ended by its keeper for breaking
+// its channel), its sandbox's for the others.
+func (r *Layer) exited(id string) string {
+	data, err := os.ReadFile(filepath.Join(r.RunsDir, id, sessionRecordFile))
+	var rec sessionRecord
+	if err == nil && json.Unmarshal(data, &rec) == nil && rec.ProcServer {
+		return reaper.EndProcServer
+	}
+	return reaper.EndExited
 }
 
 // endSession removes a session's sandbox and returns a SessionEndedError
@@ -205,6 +222,9 @@ func (r *Layer) checkAlive(ctx context.Context, s *liveSession) string {
 	task, err := s.loadTask(ctx)
 	if errdefs.IsNotFound(err) || err == nil && !processRunning(ctx, task) {
 		reason = reaper.EndExited
+		if s.rec.ProcServer {
+			reason = reaper.EndProcServer
+		}
 		if s.rec.DriverFirst {
 			// Its interpreter was its first program.
 			reason = reaper.EndInterpreter

@@ -72,7 +72,7 @@ func (r *Layer) findSession(ctx context.Context, id, caller string, forCall bool
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.RunsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask && info.Labels[reaper.LabelSessionCheckpointed] == "" {
 		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
-			return nil, r.endSession(ctx, c, reaper.EndExited)
+			return nil, r.endSession(ctx, c, r.exited(id))
 		} else if err != nil {
 			// A request cancelled, containerd busy: no answer about the
 			// session, which must not end for it.

@@ -99,6 +99,9 @@ type sessionMeta struct {
 	// program's arguments it was checkpointed with (session_snapshot_linux.go).
 	restore     string
 	restoreArgs []string
+	// served: its first program is its process server, boxer-procd
+	// (keeper_served_linux.go), which starts its processes.
+	served bool
 }
 
 // sessionRecord is a session's request, in its run directory. Deadline
@@ -117,6 +120,9 @@ type sessionRecord struct {
 	// DriverFirst: its interpreter is its sandbox's first program, not a
 	// process exec'd beside it (driverFirst).
 	DriverFirst bool `json:"driver_first,omitempty"`
+	// ProcServer: its first program is its process server (sessionMeta's
+	// served).
+	ProcServer bool `json:"proc_server,omitempty"`
 }
 
 // driverFirst says whether a session's interpreter is its sandbox's first
@@ -127,6 +133,11 @@ type sessionRecord struct {
 func driverFirst(req contract.Request) bool {
 	return req.Runtime == "runsc" && interpreted(req.Lang)
 }
+
+// served says whether a session of req gets a process server: every one
+// but an interpreter's on gVisor, whose interpreter is its first program,
+// when boxer-procd is installed.
+func (r *Layer) served(req contract.Request) bool { return r.server != "" && !driverFirst(req) }
 
 // shape makes spec a session's: its first process waits for the backstop,
 // or (driverFirst) is its interpreter, ended at the backstop; a fork's is
@@ -143,6 +154,8 @@ func (m *sessionMeta) shape(spec *specs.Spec, req contract.Request, secretEnv []
 		}
 		args := keeper.WithSecretEnv(append(slices.Clone(p.Command), path.Join("/code", driverFile), driverPid), secretEnv, spec.Process.Env)
 		spec.Process.Args = append([]string{oci.InitPath, "-t", secs, "--"}, args...)
+	case m.served:
+		spec.Process.Args = keeper.ServerArgs(secs)
 	default:
 		spec.Process.Args = oci.InitArgs([]string{"sleep", secs}, false)
 	}
@@ -228,7 +241,7 @@ func (r *Layer) CreateSession(ctx context.Context, sr contract.SessionRequest, m
 	// normalize capped lifetime at the maximum: the backstop is after the
 	// deadline.
 	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))
-	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, heir: heirOf(sr), created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
+	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, heir: heirOf(sr), created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle, served: r.served(req)}
 	err = sb.Make(ctx, rootfs)
 	if err == nil {
 		err = sb.openSession(ctx)
@@ -285,7 +298,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := sb.writeSupport(p); err != nil {
 		return err
 	}
-	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.Dirs.SecretEnv, DriverFirst: driverFirst(sb.Req)})
+	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.Dirs.SecretEnv, DriverFirst: driverFirst(sb.Req), ProcServer: sb.session.served})
 	if err != nil {
 		return err
 	}
@@ -308,10 +321,12 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := sb.Task.Start(opCtx); err != nil {
 		return &box.RuntimeError{Step: "starting session", Err: err}
 	}
-	if driverFirst(sb.Req) {
-		// Its streams are the wire, which calls open.
+	if driverFirst(sb.Req) || sb.session.served {
+		// Its streams are the wire, which calls open, or its process
+		// server's channel, which its keeper opens.
 		sb.Task.IO().Close()
-	} else if interpreted(sb.Req.Lang) {
+	}
+	if interpreted(sb.Req.Lang) && !driverFirst(sb.Req) {
 		spec, err := sb.Container.Spec(opCtx)
 		if err != nil {
 			return fmt.Errorf("reading session spec: %w", err)
@@ -360,6 +375,11 @@ func (sb *sandbox) writeSupport(p contract.Preset) error {
 	}
 	if interpreted(sb.Req.Lang) {
 		support[driverFile], support[cellFile], support[bashFile] = sessionDriver, sessionCell, sessionBash
+	}
+	if sb.session != nil && sb.session.served {
+		if err := box.LinkHelper(sb.r.server, sb.Dirs.Code, path.Base(keeper.ServerPath)); err != nil {
+			return err
+		}
 	}
 	for name, content := range support {
 		if err := os.WriteFile(filepath.Join(sb.Dirs.Code, name), []byte(content), 0o644); err != nil {

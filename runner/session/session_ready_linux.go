@@ -173,7 +173,7 @@ func (r *Layer) makeReady(ctx context.Context, req contract.Request, smax contra
 	// the claim sets the deadline, within the backstop a fresh one would
 	// have.
 	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime) + maxAge + time.Minute)
-	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: maxAge}
+	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: maxAge, served: r.served(req)}
 	defer func() {
 		if retErr != nil {
 			if err := sb.destroy(ctx); err != nil {

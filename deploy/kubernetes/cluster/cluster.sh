@@ -295,6 +295,7 @@ images() {
 		go build -o "$img/kubeimage" ./deploy/kubernetes/cluster/kubeimage)
 	musl-gcc -static -Os -s -Wall -Wextra -Werror -o "$img/boxer-init" "$repo/init/boxer-init.c"
 	musl-gcc -static -Os -s -Wall -Wextra -Werror -o "$img/boxer-wrap" "$repo/init/boxer-wrap.c"
+	musl-gcc -static -Os -s -Wall -Wextra -Werror -o "$img/boxer-procd" "$repo/init/boxer-procd.c" "$repo/init/boxer-procd-start.c"
 	# The Debian packages the Containerfile names, as 'boxer image build'
 	# makes them: on n1's containerd (its mount namespace) but from the
 	# host's network, where the Debian mirror is; the layer lands in
@@ -307,7 +308,7 @@ images() {
 		--namespace boxer-cluster-build image build boxer-pod-base --packages "$pkgs" >&2
 	"$img/kubeimage" -o "$img/boxer.tar" -name "$BOXER_IMAGE" -debian "$pkgs" \
 		-file "$img/boxer=/usr/local/bin/boxer" -file "$img/boxer-init=/usr/local/bin/boxer-init" \
-		-file "$img/boxer-wrap=/usr/local/bin/boxer-wrap" -entrypoint /usr/local/bin/boxer
+		-file "$img/boxer-wrap=/usr/local/bin/boxer-wrap" -file "$img/boxer-procd=/usr/local/bin/boxer-procd" -entrypoint /usr/local/bin/boxer
 	"$img/kubeimage" -o "$img/pause.tar" -name "$PAUSE_IMAGE" -file "$KUBE_BIN/pause=/pause" -entrypoint /pause
 	"$img/kubeimage" -o "$img/coredns.tar" -name "$COREDNS_IMAGE" -file "$COREDNS_BIN/coredns=/coredns" -entrypoint /coredns
 	local n t

@@ -1,0 +1,176 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apievents "github.com/containerd/containerd/api/events"
+	"github.com/containerd/typeurl/v2"
+	"golang.org/x/sys/unix"
+)
+
+// execsOf records the containerd execs into the container id from now
+// until the returned function is called, which returns them.
+func execsOf(t *testing.T, id string) func() []string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	evs, errs := client.Subscribe(ctx, `topic=="/tasks/exec-added"`)
+	var mu sync.Mutex
+	var execs []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case e := <-evs:
+				v, err := typeurl.UnmarshalAny(e.Event)
+				if x, ok := v.(*apievents.TaskExecAdded); err == nil && ok && x.ContainerID == id {
+					mu.Lock()
+					execs = append(execs, x.ExecID)
+					mu.Unlock()
+				}
+			case <-errs:
+				return
+			}
+		}
+	}()
+	return func() []string {
+		time.Sleep(200 * time.Millisecond) // events of the last command
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return execs
+	}
+}
+
+// TestProcServer: a session's processes start through its process server,
+// boxer-procd, its first program: no containerd exec is made for session
+// exec in the foreground, in the background, on a terminal, with stdin, or
+// for a signal; they are the server's children; a keeper that dies leaves
+// them running, and the next one takes them over with their output.
+func TestProcServer(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			id := createSession(t, "--lang", "bash", "--runtime", rt, "--pids", "64")
+			stop := execsOf(t, id)
+			parent := `tr '\0' ' ' < /proc/$PPID/cmdline`
+			if r := sessionExec(t, "", id, "--", "sh", "-c", parent); r.code != 0 || !strings.Contains(r.stdout, ".boxer-procd") {
+				t.Errorf("the process's parent: %d %q %q, want boxer-procd", r.code, r.stdout, r.stderr)
+			}
+			if r := sessionExec(t, "one\ntwo\n", id, "cat"); r.stdout != "one\ntwo\n" || r.code != 0 {
+				t.Errorf("stdin: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			if r := sessionExec(t, "\n", id, "-t", "--", "sh", "-c", "stty size"); !strings.Contains(r.stdout, "24 80") {
+				t.Errorf("terminal: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			if r := sessionExec(t, "", id, "no-such-program"); r.code != 127 || !strings.Contains(r.stderr, "no-such-program") {
+				t.Errorf("a missing program: %d %q, want 127 naming it", r.code, r.stderr)
+			}
+			tick := `trap 'echo terminated; exit 5' TERM; echo ready; n=0; while :; do n=$((n+1)); echo tick $n; sleep 0.1; done`
+			if r := sessionExec(t, "", id, "--bg", "--tag", "ticker", "--", "sh", "-c", tick); r.code != 0 {
+				t.Fatalf("background: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			waitOutput(t, id, "ticker", "tick 3")
+
+			// The keeper dies; the next command's keeper takes the
+			// ticker over, with what it was started with.
+			k := keeperOf(t, id)
+			must(t, unix.Kill(k, unix.SIGKILL))
+			for deadline := time.Now().Add(10 * time.Second); unix.Kill(k, 0) == nil; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("keeper %d still there 10s after SIGKILL", k)
+				}
+			}
+			ps := processes(t, id)
+			var found bool
+			for _, p := range ps {
+				if p.Tag == "ticker" {
+					found = true
+					if !p.Running || p.Args[0] != "sh" || p.PID < 2 {
+						t.Errorf("the ticker after its keeper died: %+v, want running sh", p)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("the ticker is gone with its keeper: %+v", ps)
+			}
+			if keeperOf(t, id) == k {
+				t.Fatal("the dead keeper still answers")
+			}
+			if r := boxer(t, nil, "session", "kill", id, "ticker"); r.code != 0 {
+				t.Fatalf("kill: %d %s", r.code, r.stderr)
+			}
+			r := boxer(t, nil, "session", "attach", id, "ticker")
+			if r.code != 5 || !strings.HasSuffix(r.stdout, "terminated\n") || !strings.Contains(r.stdout, "tick ") {
+				t.Errorf("attach after TERM: %d %q, want 5 ending terminated", r.code, r.stdout)
+			}
+			if execs := stop(); len(execs) > 0 {
+				t.Errorf("containerd execs into the session: %v, want none", execs)
+			}
+			boxer(t, nil, "session", "rm", id)
+			assertClean(t)
+		})
+	}
+}
+
+// TestProcServerKilled: a program that kills the session's process server
+// ends its own session, which says why; another session runs on.
+func TestProcServerKilled(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			other := createSession(t, "--lang", "bash", "--runtime", rt)
+			id := createSession(t, "--lang", "bash", "--runtime", rt)
+			r := sessionExec(t, "", id, "--", "sh", "-c", "kill -9 $PPID; sleep 5")
+			if r.code == 0 {
+				t.Errorf("a process whose server it killed: exit 0, %q %q", r.stdout, r.stderr)
+			}
+			var last run
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				last = sessionExec(t, "", id, "true")
+				if last.code != 0 || time.Now().After(deadline) {
+					break
+				}
+			}
+			if last.code == 0 || !strings.Contains(last.stderr, "process server") {
+				t.Errorf("a command after the server was killed: %d %q, want the session ended by its process server's end", last.code, last.stderr)
+			}
+			if r := sessionExec(t, "", other, "echo", "alive"); r.stdout != "alive\n" {
+				t.Errorf("the other session: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			boxer(t, nil, "session", "rm", other)
+			boxer(t, nil, "session", "rm", id)
+			assertClean(t)
+		})
+	}
+}
+
+// TestProcServerForged: a program cannot write into its process server's
+// output (to forge an exit, or break the channel): the server is not
+// dumpable, so its /proc/PID/fd is not the sandbox user's to open. Were
+// it written, the keeper would end the session, never serve the frames.
+func TestProcServerForged(t *testing.T) {
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			id := createSession(t, "--lang", "bash", "--runtime", rt)
+			forge := `printf '\377\377\377\377\206garbage' > /proc/$PPID/fd/1 2>/dev/null && echo wrote || echo refused`
+			r := sessionExec(t, "", id, "--", "sh", "-c", forge)
+			after := sessionExec(t, "", id, "echo", "alive")
+			switch {
+			case r.stdout == "refused\n":
+				if after.stdout != "alive\n" {
+					t.Errorf("after a refused forgery: %d %q %q", after.code, after.stdout, after.stderr)
+				}
+			case after.code == 0 || !strings.Contains(after.stderr, "process server"):
+				t.Errorf("the server's output was written (%q %q), and the session goes on: %d %q %q", r.stdout, r.stderr, after.code, after.stdout, after.stderr)
+			default:
+				t.Errorf("the server's output was written (%q): the session ended (%q), but it should not be writable", r.stdout, after.stderr)
+			}
+			boxer(t, nil, "session", "rm", id)
+			assertClean(t)
+		})
+	}
+}
