@@ -175,9 +175,11 @@ func TestSessionExpiry(t *testing.T) {
 	must(t, err)
 	spec, err := c.Spec(ctx)
 	must(t, err)
+	// PID 1, boxer-init, ends its child, the session's process server,
+	// at the maximum lifetime.
 	args := spec.Process.Args
-	if secs, _ := strconv.Atoi(args[len(args)-1]); args[len(args)-2] != "sleep" || secs < 86000 || secs > 86401 {
-		t.Errorf("PID 1 %q, want a sleep for the maximum lifetime, 24h", args)
+	if secs, _ := strconv.Atoi(args[min(2, len(args)-1)]); len(args) < 5 || args[1] != "-t" || secs < 86000 || secs > 86401 || args[4] != "/code/.boxer-procd" {
+		t.Errorf("PID 1 %q, want boxer-init -t for the maximum lifetime, 24h, over the process server", args)
 	}
 	// Its keeper ends it at its lifetime, with no boxer command run.
 	for deadline := time.Now().Add(8 * time.Second); ; time.Sleep(100 * time.Millisecond) {

@@ -290,12 +290,16 @@ func (cfg Config) reapLocks(ctx context.Context) {
 
 // TaskRunning says whether c's task runs, or is paused: a frozen
 // sandbox (a paused session) is alive, its processes kept, and so is a
-// checkpointed session's, whose task is gone until it is restored.
+// checkpointed session's, whose task is gone until it is restored, or
+// stopped (saved, and not yet deleted by its checkpointer).
 func TaskRunning(ctx context.Context, c containerd.Container) bool {
-	task, err := c.Task(ctx, nil)
-	if errdefs.IsNotFound(err) {
+	checkpointed := func() bool {
 		labels, lerr := c.Labels(ctx)
 		return lerr != nil && !errdefs.IsNotFound(lerr) || labels[LabelSessionCheckpointed] != ""
+	}
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return checkpointed()
 	}
 	if err != nil {
 		// Only containerd's "no task" is an answer: an error of the asking
@@ -306,6 +310,9 @@ func TaskRunning(ctx context.Context, c containerd.Container) bool {
 	st, err := task.Status(ctx)
 	if err != nil {
 		return !errdefs.IsNotFound(err)
+	}
+	if st.Status == containerd.Stopped {
+		return checkpointed()
 	}
 	return st.Status == containerd.Running || st.Status == containerd.Paused || st.Status == containerd.Pausing
 }
