@@ -46,9 +46,12 @@ const (
 	ServerPath = oci.CodeDir + "/.boxer-procd"
 	// serverHello is how long a keeper waits for the server's hello-reply.
 	serverHello = 10 * time.Second
-	// unknownExit is the exit code of a process whose end the server
-	// could not tell (containerd's for an unknown status).
-	unknownExit = 255
+	// goneExit is the exit code of a process whose server's channel
+	// ended before its exit came: the server ended, and the sandbox with
+	// it (its PID 1 exits once the server does, and the kernel kills
+	// what is left), or the keeper killed the sandbox. SIGKILL's, as a
+	// container exec's in a sandbox killed under it.
+	goneExit = 128 + 9
 )
 
 // ServerArgs is the first program of a session with a process server,
@@ -280,7 +283,7 @@ func (k *keeper) track(p *keptProcess) {
 		k.mu.Lock()
 		p.info.Running, p.info.Ended = false, ended
 		if waitErr != nil {
-			code, p.info.Error = unknownExit, "the session's process server ended: "+waitErr.Error()
+			code, p.info.Error = goneExit, "the session's process server ended: "+waitErr.Error()
 		}
 		p.info.ExitCode = &code
 		k.mu.Unlock()
