@@ -178,3 +178,58 @@ func TestProcServerForged(t *testing.T) {
 		})
 	}
 }
+
+// TestProcServerCheckpoint: on gVisor a session's background processes
+// are its process server's children, which a checkpoint keeps: a server
+// started with session exec answers after a checkpoint and a resume, and
+// in each of two forks, listed with what it was started with, its output
+// attachable again.
+func TestProcServerCheckpoint(t *testing.T) {
+	id := createSession(t, "--lang", "javascript", "--runtime", "runsc")
+	srv := `let n = 0; require('http').createServer((q, r) => { n++; console.log('served ' + n); r.end('hi ' + n) }).listen(8000, () => console.log('listening'))`
+	if r := sessionExec(t, "", id, "--bg", "--tag", "srv", "--", "node", "-e", srv); r.code != 0 {
+		t.Fatalf("background server: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	waitOutput(t, id, "srv", "listening")
+	ask := `fetch('http://127.0.0.1:8000').then(r => r.text()).then(t => console.log(t), e => { console.log('no answer: ' + e); process.exit(1) })`
+	answers := func(s string) {
+		t.Helper()
+		if r := sessionExec(t, "", s, "--", "node", "-e", ask); r.code != 0 || !strings.HasPrefix(r.stdout, "hi ") {
+			t.Errorf("the server in %s: %d %q %q", s, r.code, r.stdout, r.stderr)
+		}
+		var found bool
+		for _, p := range processes(t, s) {
+			if p.Tag == "srv" {
+				found = true
+				if !p.Running || len(p.Args) == 0 || p.Args[0] != "node" {
+					t.Errorf("the server in %s: %+v, want node running", s, p)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no server listed in %s", s)
+		}
+		waitOutput(t, s, "srv", "served")
+	}
+	answers(id)
+	if r := boxer(t, nil, "session", "checkpoint", id); r.code != 0 {
+		t.Fatalf("checkpoint with a process running: %d %s", r.code, r.stderr)
+	}
+	if r := boxer(t, nil, "session", "resume", id); r.code != 0 {
+		t.Fatalf("resume: %d %s", r.code, r.stderr)
+	}
+	answers(id)
+	r := boxer(t, nil, "session", "fork", id, "-n", "2")
+	forks := strings.Fields(r.stdout)
+	if r.code != 0 || len(forks) != 2 {
+		t.Fatalf("fork -n 2: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range forks {
+		answers(f)
+	}
+	answers(id)
+	if r := boxer(t, nil, append([]string{"session", "rm", id}, forks...)...); r.code != 0 {
+		t.Errorf("rm: %d %s", r.code, r.stderr)
+	}
+	assertClean(t)
+}

@@ -64,16 +64,45 @@ func ServerArgs(secs string) []string {
 // wire's.
 func ServerCreator(runDir string) cio.Creator { return fifoCreator(runDir, ServerIn, ServerOut) }
 
-// RemoveServerFIFOs removes the FIFOs of a task that has ended, for the
-// next one (a restore) to make anew.
-func RemoveServerFIFOs(runDir string) error {
+// RemoveFIFOs removes the first program's FIFOs (the wire's, the process
+// server's) of a task that has ended, for the next one (a restore) to
+// make anew.
+func RemoveFIFOs(runDir string) error {
 	var errs []error
-	for _, f := range []string{ServerIn, ServerOut} {
+	for _, f := range []string{WireIn, WireOut, ServerIn, ServerOut} {
 		if err := os.Remove(filepath.Join(runDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CopyNotes copies what a keeper noted of its processes (note) from one
+// session's run directory into a fork's, whose keeper takes them over.
+func CopyNotes(fromRunDir, toRunDir string) error {
+	from, to := filepath.Join(fromRunDir, keeperFIFOs), filepath.Join(toRunDir, keeperFIFOs)
+	entries, err := os.ReadDir(from)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if err := os.Mkdir(to, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "proc-") || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil || len(b) > 2<<20 {
+			continue // it ended meanwhile
+		}
+		if err := reaper.WriteFileAtomic(filepath.Join(to, e.Name()), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // connectServer opens the session's process server and says hello: the
@@ -292,7 +321,11 @@ func (k *keeper) track(p *keptProcess) {
 			_ = m.Flush()
 		}
 		p.out.close()
-		_ = os.Remove(k.notePath(p.info.ID))
+		if waitErr == nil {
+			// (Not when the channel ended: a checkpoint ends it, and the
+			// process lives on in the image, for the next keeper.)
+			_ = os.Remove(k.notePath(p.info.ID))
+		}
 		_ = reaper.TouchSession(k.runDir, time.Now())
 	}()
 }

@@ -77,6 +77,7 @@ func (r *Layer) prepareForks(ctx context.Context, s *liveSession, n int, held bo
 		sb.session = &sessionMeta{
 			caller: s.labels[reaper.LabelSession], held: held, created: now, deadline: s.deadline(),
 			backstop: s.rec.Backstop, idle: s.rec.Idle, restore: img, restoreArgs: spec.Process.Args,
+			served: s.rec.ProcServer,
 		}
 		forks = append(forks, fork{sb: sb, rootfs: rootfs})
 		sb.LookUpView(ctx, rootfs)
@@ -85,6 +86,9 @@ func (r *Layer) prepareForks(ctx context.Context, s *liveSession, n int, held bo
 		}
 		if err := copySessionFiles(reaper.FilesDir(s.runDir), reaper.FilesDir(sb.RunDir)); err != nil {
 			return forks, img, fmt.Errorf("copying session %s's files: %w", s.id, err)
+		}
+		if err := keeper.CopyNotes(s.runDir, sb.RunDir); err != nil {
+			return forks, img, fmt.Errorf("copying session %s's processes: %w", s.id, err)
 		}
 	}
 	return forks, img, nil

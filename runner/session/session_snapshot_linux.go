@@ -56,15 +56,17 @@ func (r *Layer) checkpointable(ctx context.Context, s *liveSession) error {
 	switch {
 	case req.Runtime != "runsc":
 		return &contract.CheckpointError{ID: s.id, Why: "it runs on runc, and checkpoints need gVisor (--runtime runsc): runc would need CRIU, which boxer does not use"}
-	case !s.rec.DriverFirst:
-		return &contract.CheckpointError{ID: s.id, Why: "only a python or python-data session (its interpreter is what a checkpoint keeps) made by this version of boxer can be"}
+	case !s.rec.DriverFirst && !s.rec.ProcServer:
+		return &contract.CheckpointError{ID: s.id, Why: "it was made by a boxer before the process server, and a checkpoint keeps only its first program's processes: a python or python-data session, or one made since, can be"}
 	case req.HasEgress():
 		return &contract.CheckpointError{ID: s.id, Why: "it has network (allow_hosts), whose link a restore would not bring back"}
 	case len(req.Secrets) > 0:
 		return &contract.CheckpointError{ID: s.id, Why: "it has secrets, which its image on disk would hold"}
 	}
 	kc := keeper.NewClient(filepath.Join(s.runDir, keeper.Sock))
-	if !kc.Alive(ctx) {
+	if s.rec.ProcServer || !kc.Alive(ctx) {
+		// The process server's processes are its first program's
+		// children, which a checkpoint keeps.
 		return nil
 	}
 	var ps []contract.ProcessInfo
@@ -203,13 +205,16 @@ func (r *Layer) lockedSession(ctx context.Context, id, caller string) (*liveSess
 // its own container, and removes the image.
 func (r *Layer) restoreSession(ctx context.Context, s *liveSession) error {
 	dir := r.checkpointDir(s.id)
-	// The wire's FIFOs are made anew for the new task.
-	for _, f := range []string{keeper.WireIn, keeper.WireOut} {
-		if err := os.Remove(filepath.Join(s.runDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
+	// The first program's FIFOs (the wire's, or its process server's)
+	// are made anew for the new task.
+	streams := keeper.WireCreator(s.runDir)
+	if s.rec.ProcServer {
+		streams = keeper.ServerCreator(s.runDir)
 	}
-	task, err := s.c.NewTask(ctx, keeper.WireCreator(s.runDir), containerd.WithRestoreImagePath(dir))
+	if err := keeper.RemoveFIFOs(s.runDir); err != nil {
+		return err
+	}
+	task, err := s.c.NewTask(ctx, streams, containerd.WithRestoreImagePath(dir))
 	if err != nil {
 		return &box.RuntimeError{Step: "restoring session", Err: err}
 	}
@@ -308,7 +313,7 @@ func (s *liveSession) deadline() time.Time {
 
 // writeForkRecord writes a fork's session record.
 func (sb *sandbox) writeForkRecord() error {
-	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, DriverFirst: true})
+	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, DriverFirst: driverFirst(sb.Req), ProcServer: sb.session.served})
 	if err != nil {
 		return err
 	}
