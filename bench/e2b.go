@@ -40,28 +40,7 @@ console.log(JSON.stringify(times))
 // DELETE), on one server with both listeners; the target is the SDK's
 // p50 at most 1.3 times the HTTP API's.
 func benchE2B(n int, boxerBin, address string) ([]row, error) {
-	if _, err := os.Stat(filepath.Join("node_modules", "e2b", "package.json")); err != nil {
-		return nil, fmt.Errorf("the E2B SDK is not installed (%v): run 'make test-deps' (npm ci)", err)
-	}
-	b := make([]byte, 20)
-	_, _ = rand.Read(b)
-	key := "e2b_" + hex.EncodeToString(b)
-	keys, err := os.CreateTemp("", "boxer-bench-e2b-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(keys.Name())
-	if _, err := keys.WriteString(key + "\n"); err != nil {
-		return nil, err
-	}
-	keys.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	e2bAddr := ln.Addr().String()
-	ln.Close()
-	s, err := startServer(boxerBin, address, "--warm-size", "0", "--e2b-listen", e2bAddr, "--e2b-key-file", keys.Name())
+	s, env, err := startE2BServer(boxerBin, address)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +48,7 @@ func benchE2B(n int, boxerBin, address string) ([]row, error) {
 
 	progress("E2B SDK cycle: %d", n)
 	cmd := exec.Command("node", "--input-type=module", "-e", e2bCycleScript)
-	cmd.Env = append(os.Environ(), "N="+fmt.Sprint(n), "E2B_API_KEY="+key, "E2B_API_URL=http://"+e2bAddr, "E2B_SANDBOX_URL=http://"+e2bAddr)
+	cmd.Env = append(env, "N="+fmt.Sprint(n))
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -128,6 +107,38 @@ func benchE2B(n int, boxerBin, address string) ([]row, error) {
 		{name: e2bSDKRow, times: sdk},
 		{name: e2bAPIRow, times: api},
 	}, nil
+}
+
+// startE2BServer starts a server with E2B's API beside boxer's, on a key
+// of its own, and is the environment that points the SDK at it.
+func startE2BServer(boxerBin, address string) (*server, []string, error) {
+	if _, err := os.Stat(filepath.Join("node_modules", "e2b", "package.json")); err != nil {
+		return nil, nil, fmt.Errorf("the E2B SDK is not installed (%v): run 'make test-deps' (npm ci)", err)
+	}
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	key := "e2b_" + hex.EncodeToString(b)
+	keys, err := os.CreateTemp("", "boxer-bench-e2b-")
+	if err != nil {
+		return nil, nil, err
+	}
+	// The server reads its keys at its start.
+	defer os.Remove(keys.Name())
+	if _, err := keys.WriteString(key + "\n"); err != nil {
+		return nil, nil, err
+	}
+	keys.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	e2bAddr := ln.Addr().String()
+	ln.Close()
+	s, err := startServer(boxerBin, address, "--warm-size", "0", "--e2b-listen", e2bAddr, "--e2b-key-file", keys.Name())
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, append(os.Environ(), "E2B_API_KEY="+key, "E2B_API_URL=http://"+e2bAddr, "E2B_SANDBOX_URL=http://"+e2bAddr), nil
 }
 
 const (

@@ -28,7 +28,7 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
-	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet, snapshot or serve (warm, with and without an allowlist)")
+	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet, snapshot, serve (warm, with and without an allowlist) or exec (commands in a live session, issue 43)")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
@@ -62,8 +62,10 @@ func main() {
 		}
 	case *only == "serve":
 		err = benchServeOnly(*n, *boxerBin, address())
+	case *only == "exec":
+		err = benchExecOnly(*n, *boxerBin, address())
 	case *only != "":
-		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet, snapshot and serve", *only)
+		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet, snapshot, serve and exec", *only)
 	case *table:
 		err = run(*n, *rssRuns, *boxerBin)
 	default:

@@ -147,6 +147,7 @@ func report(cs []*contender, serve []row, n int, boxerBin, runc, runsc string, w
 			}
 		}
 	}
+	printProcRatios(serve)
 }
 
 // rate4Of is the runs per second at four workers of the contender named name.

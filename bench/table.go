@@ -122,6 +122,15 @@ func run(n, rssRuns int, boxerBin string) error {
 	if err != nil {
 		return err
 	}
+	procs, err := benchProcs(n, boxerBin, address, work, runc, runscErr == nil)
+	if err != nil {
+		return err
+	}
+	e2bCommands, err := benchE2BCommands(n, boxerBin, address)
+	if err != nil {
+		return err
+	}
+	serve = append(append(serve, procs...), e2bCommands...)
 	preload, err := benchPreload(n, boxerBin, address)
 	if err != nil {
 		return err
