@@ -23,6 +23,11 @@ type autoPause struct {
 	timeout time.Duration
 	at      time.Time
 	timer   *time.Timer
+	// pausing orders a pause at the timeout and a wake: the session's
+	// label says paused before the pause returns, and a request that
+	// saw it must wait for sandbox.paused to say so too (else it found
+	// the session paused and did not resume it, under load).
+	pausing sync.Mutex
 }
 
 // arm sets sb to pause d from now, and keeps that for the next server.
@@ -65,6 +70,8 @@ func (s *Server) pauseAtTimeout(sb *sandbox) {
 	if sb.killed.Load() {
 		return
 	}
+	sb.auto.pausing.Lock()
+	defer sb.auto.pausing.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e := audit.Entry{Event: audit.EventPaused, Interface: audit.E2B, Session: sb.ID, Reason: "timeout", HTTPStatus: http.StatusNoContent}
@@ -79,7 +86,12 @@ func (s *Server) pauseAtTimeout(sb *sandbox) {
 // wake resumes sb for a request to it when it auto-resumes and its
 // timeout paused it; false when it could not be.
 func (s *Server) wake(r *http.Request, sb *sandbox) bool {
-	if sb.auto == nil || !sb.auto.resume || !sb.paused.Load() {
+	if sb.auto == nil || !sb.auto.resume {
+		return true
+	}
+	sb.auto.pausing.Lock()
+	defer sb.auto.pausing.Unlock()
+	if !sb.paused.Load() {
 		return true
 	}
 	if _, err := s.runner.ResumeSession(r.Context(), sb.ID, sb.Caller); err != nil {

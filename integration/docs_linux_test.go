@@ -209,22 +209,27 @@ func indent(lines []string) string {
 // examples, and claims them until the test ends: the pages listen on the
 // ports they name (8080, 3000), and a make test beside another once ran
 // its examples against the other's server (its own could not bind, and
-// its audit log stayed empty). The claim is an abstract unix socket,
-// gone with the process that holds it.
-func holdDocPorts(t *testing.T) {
+// its audit log stayed empty).
+func holdDocPorts(t *testing.T) { holdHostWide(t, "doc-examples", "the doc examples") }
+
+// holdHostWide waits until no other test run on this host holds name,
+// and holds it until the test ends: for what every test run on the host
+// shares (ports, a host uid's counters). The claim is an abstract unix
+// socket, gone with the process that holds it.
+func holdHostWide(t *testing.T, name, what string) {
 	t.Helper()
 	start := time.Now()
 	for {
-		claim, err := net.Listen("unix", "@boxer-test-doc-examples")
+		claim, err := net.Listen("unix", "@boxer-test-"+name)
 		if err == nil {
 			t.Cleanup(func() { claim.Close() })
 			if d := time.Since(start); d > time.Second {
-				t.Logf("waited %s for another test run's doc examples to end", d.Round(time.Second))
+				t.Logf("waited %s for another test run's %s to end", d.Round(time.Second), what)
 			}
 			return
 		}
 		if time.Since(start) > 20*time.Minute {
-			t.Fatalf("another test run on this host has run the doc examples for 20 minutes: %v", err)
+			t.Fatalf("another test run on this host has held %s for 20 minutes: %v", what, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
