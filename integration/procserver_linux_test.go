@@ -101,6 +101,8 @@ func TestProcServer(t *testing.T) {
 			if keeperOf(t, id) == k {
 				t.Fatal("the dead keeper still answers")
 			}
+			// What it writes from now on is the new keeper's to keep.
+			waitOutput(t, id, "ticker", "tick ")
 			if r := boxer(t, nil, "session", "kill", id, "ticker"); r.code != 0 {
 				t.Fatalf("kill: %d %s", r.code, r.stderr)
 			}
