@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -50,7 +51,8 @@ func execsOf(t *testing.T, id string) func() []string {
 // TestProcServer: a session's processes start through its process server,
 // boxer-procd, its first program: no containerd exec is made for session
 // exec in the foreground, in the background, on a terminal, with stdin, or
-// for a signal; they are the server's children; a keeper that dies leaves
+// for a signal, nor for a session call's program (its stdin, its exit, its
+// timeout); they are the server's children; a keeper that dies leaves
 // them running, and the next one takes them over with their output.
 func TestProcServer(t *testing.T) {
 	for _, rt := range []string{"runc", "runsc"} {
@@ -70,14 +72,25 @@ func TestProcServer(t *testing.T) {
 			if r := sessionExec(t, "", id, "no-such-program"); r.code != 127 || !strings.Contains(r.stderr, "no-such-program") {
 				t.Errorf("a missing program: %d %q, want 127 naming it", r.code, r.stderr)
 			}
+			// A session call's program too, its parent the server.
+			if res, r := sessionCall(t, id, "read l; echo call $l; "+parent+" >&2; exit 3", "--stdin-file", "/etc/hostname"); res.ExitCode != 3 || !strings.HasPrefix(res.Stdout, "call ") || !strings.Contains(res.Stderr, ".boxer-procd") {
+				t.Errorf("a call: %+v %q", res, r.stderr)
+			}
+			if res, _ := sessionCall(t, id, "sleep 60", "--timeout", "1s"); res.Status != "timeout" || res.SessionEnded != "" || res.DurationMs > 20000 {
+				t.Errorf("a call past its timeout: %+v", res)
+			}
 			tick := `trap 'echo terminated; exit 5' TERM; echo ready; n=0; while :; do n=$((n+1)); echo tick $n; sleep 0.1; done`
 			if r := sessionExec(t, "", id, "--bg", "--tag", "ticker", "--", "sh", "-c", tick); r.code != 0 {
 				t.Fatalf("background: %d %q %q", r.code, r.stdout, r.stderr)
 			}
 			waitOutput(t, id, "ticker", "tick 3")
+			if r := sessionExec(t, "", id, "--bg", "--stdin", "--tag", "reader", "--", "sh", "-c", "while read l; do echo got $l; done; echo eof"); r.code != 0 {
+				t.Fatalf("background with stdin: %d %q %q", r.code, r.stdout, r.stderr)
+			}
 
 			// The keeper dies; the next command's keeper takes the
-			// ticker over, with what it was started with.
+			// ticker over, with what it was started with, and the
+			// reader with its stdin open.
 			k := keeperOf(t, id)
 			must(t, unix.Kill(k, unix.SIGKILL))
 			for deadline := time.Now().Add(10 * time.Second); unix.Kill(k, 0) == nil; time.Sleep(20 * time.Millisecond) {
@@ -103,6 +116,13 @@ func TestProcServer(t *testing.T) {
 			}
 			// What it writes from now on is the new keeper's to keep.
 			waitOutput(t, id, "ticker", "tick ")
+			send := exec.Command(boxerBin, "--namespace", namespace, "session", "stdin", id, "reader")
+			send.Env, send.Stdin = testEnv, strings.NewReader("after\n")
+			if out, err := send.CombinedOutput(); err != nil {
+				t.Errorf("stdin of a process taken over: %v %s", err, out)
+			}
+			waitOutput(t, id, "reader", "got after")
+			waitOutput(t, id, "reader", "eof")
 			if r := boxer(t, nil, "session", "kill", id, "ticker"); r.code != 0 {
 				t.Fatalf("kill: %d %s", r.code, r.stderr)
 			}
@@ -231,6 +251,65 @@ func TestProcServerCheckpoint(t *testing.T) {
 	}
 	answers(id)
 	if r := boxer(t, nil, append([]string{"session", "rm", id}, forks...)...); r.code != 0 {
+		t.Errorf("rm: %d %s", r.code, r.stderr)
+	}
+	assertClean(t)
+}
+
+// TestProcServerPython: a python session on gVisor, whose interpreter is
+// its process server's child and not an exec: its calls make no
+// containerd exec; `python3 -m http.server` started in the background
+// answers after a checkpoint and a resume, and in each of two forks, with
+// the interpreter's variables kept in each; an interpreter that exits
+// ends the session, saying so.
+func TestProcServerPython(t *testing.T) {
+	id := createSession(t, "--lang", "python", "--runtime", "runsc")
+	stop := execsOf(t, id)
+	if res, r := sessionCall(t, id, "import os; x = 41; print(open(f'/proc/{os.getppid()}/cmdline').read().replace(chr(0), ' '))"); r.code != 0 || !strings.Contains(res.Stdout, ".boxer-procd") {
+		t.Fatalf("the interpreter's parent: %d %q %q", r.code, res.Stdout, r.stderr)
+	}
+	if execs := stop(); len(execs) != 0 {
+		t.Errorf("containerd execs for calls: %v", execs)
+	}
+	if r := sessionExec(t, "", id, "--bg", "--tag", "srv", "--", "python3", "-u", "-m", "http.server", "--bind", "127.0.0.1", "8000"); r.code != 0 {
+		t.Fatalf("background server: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	waitOutput(t, id, "srv", "Serving HTTP")
+	ask := "import urllib.request\ntry:\n    print(urllib.request.urlopen('http://127.0.0.1:8000/', timeout=10).status, x)\nexcept Exception as e:\n    print('no answer', e)"
+	answers := func(s string) {
+		t.Helper()
+		if res, r := sessionCall(t, s, ask); r.code != 0 || res.Stdout != "200 41\n" {
+			t.Errorf("the server and x in %s: %d %q %q", s, r.code, res.Stdout, r.stderr)
+		}
+		var found bool
+		for _, p := range processes(t, s) {
+			found = found || p.Tag == "srv" && p.Running
+		}
+		if !found {
+			t.Errorf("no server running in %s", s)
+		}
+	}
+	answers(id)
+	if r := boxer(t, nil, "session", "checkpoint", id); r.code != 0 {
+		t.Fatalf("checkpoint with a process running: %d %s", r.code, r.stderr)
+	}
+	if r := boxer(t, nil, "session", "resume", id); r.code != 0 {
+		t.Fatalf("resume: %d %s", r.code, r.stderr)
+	}
+	answers(id)
+	r := boxer(t, nil, "session", "fork", id, "-n", "2")
+	forks := strings.Fields(r.stdout)
+	if r.code != 0 || len(forks) != 2 {
+		t.Fatalf("fork -n 2: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range forks {
+		answers(f)
+	}
+	if res, r := sessionCall(t, forks[0], "import os; os._exit(3)"); res.SessionEnded != "interpreter_exited" {
+		t.Errorf("an interpreter that exits: %d %+v %q", r.code, res, r.stderr)
+	}
+	answers(id)
+	if r := boxer(t, nil, append([]string{"session", "rm", id}, forks[1:]...)...); r.code != 0 {
 		t.Errorf("rm: %d %s", r.code, r.stderr)
 	}
 	assertClean(t)

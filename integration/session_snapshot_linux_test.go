@@ -170,10 +170,21 @@ func TestSessionSnapshot(t *testing.T) {
 	if code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions/"+busy+"/processes", `{"args":["sleep","600"]}`); code != 201 {
 		t.Fatalf("background process: %d %s", code, data)
 	}
-	for _, c := range []struct{ id, why string }{{runc, "CRIU"}, {busy, "sleep 600"}, {secret, "secrets"}} {
+	for _, c := range []struct{ id, why string }{{runc, "CRIU"}, {secret, "secrets"}} {
 		if code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions/"+c.id+"/checkpoint", ""); code != 409 || !strings.Contains(string(data), c.why) {
 			t.Errorf("checkpoint of %s: %d %s, want 409 saying %q", c.id, code, data, c.why)
 		}
+	}
+	// A python session's processes are its process server's children,
+	// as its interpreter is: a checkpoint keeps them.
+	if code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions/"+busy+"/checkpoint", ""); code != 200 {
+		t.Errorf("checkpoint with a process running: %d %s", code, data)
+	}
+	if code, data := sessionHTTP(t, s, a, "POST", "/v1/sessions/"+busy+"/resume", ""); code != 200 {
+		t.Errorf("resume with a process running: %d %s", code, data)
+	}
+	if code, data := sessionHTTP(t, s, a, "GET", "/v1/sessions/"+busy+"/processes", ""); code != 200 || !strings.Contains(string(data), `"running":true`) {
+		t.Errorf("the process after a resume: %d %s", code, data)
 	}
 
 	// Everything goes with the sessions: their checkpoints too.

@@ -286,6 +286,8 @@ type Info struct {
 	PID int
 	// PTY says it runs on a terminal.
 	PTY bool
+	// Stdin says its stdin is open for Stdin to write.
+	Stdin bool
 	// Exited says it has ended, as Exit says.
 	Exited bool
 	Exit   Exit
@@ -295,5 +297,5 @@ type Info struct {
 func (p *Process) Info() Info {
 	p.c.mu.Lock()
 	defer p.c.mu.Unlock()
-	return Info{ID: p.id, PID: p.pid, PTY: p.pty, Exited: p.state >= exited, Exit: p.exit}
+	return Info{ID: p.id, PID: p.pid, PTY: p.pty, Stdin: p.stdin && !p.stdinClosed, Exited: p.state >= exited, Exit: p.exit}
 }

@@ -77,6 +77,12 @@ type keeper struct {
 	// startMu orders starts through it.
 	server  *procwire.Client
 	startMu sync.Mutex
+	// driver relays the wire of the session's interpreter, when it is
+	// one of the server's processes (keeper_driver_linux.go).
+	driver *driverRelay
+	// calls are the running programs of session calls (DialCall), by
+	// call number; under mu.
+	calls map[int]*procwire.Process
 
 	// gw serves the session's network (session_net_linux.go); nil
 	// without one, or when it failed to start (gwErr). netMu orders
@@ -168,6 +174,15 @@ func (r *Layer) Keep(ctx context.Context, id string) error {
 	}
 	if rec.ProcServer {
 		if err := k.connectServer(); err != nil {
+			ln.Close()
+			return fmt.Errorf("session %s: %w", id, err)
+		}
+	}
+	if len(rec.Driver) > 0 && k.server != nil {
+		if err := k.startDriver(rec.Driver); err != nil {
+			// A session without its interpreter is over.
+			_ = reaper.WriteFileAtomic(filepath.Join(runDir, DriverEnded), nil, 0o600)
+			_ = task.Kill(context.WithoutCancel(ctx), unix.SIGKILL)
 			ln.Close()
 			return fmt.Errorf("session %s: %w", id, err)
 		}
@@ -279,6 +294,10 @@ func (k *keeper) list() []contract.ProcessInfo {
 func (k *keeper) routes() http.Handler {
 	mux := http.NewServeMux()
 	k.netRoutes(mux)
+	mux.HandleFunc("POST /wire", k.serveWire)
+	mux.HandleFunc("POST /wire/interrupt", k.interruptDriver)
+	mux.HandleFunc("POST "+callPath, k.serveCall)
+	mux.HandleFunc("POST "+callPath+"/{n}/kill", k.killCall)
 	mux.HandleFunc("GET /masks", func(w http.ResponseWriter, r *http.Request) {
 		writeKeeperJSON(w, k.masks)
 	})

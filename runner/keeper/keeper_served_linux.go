@@ -77,8 +77,9 @@ func RemoveFIFOs(runDir string) error {
 	return errors.Join(errs...)
 }
 
-// CopyNotes copies what a keeper noted of its processes (note) from one
-// session's run directory into a fork's, whose keeper takes them over.
+// CopyNotes copies what a keeper noted of its processes (note, and which
+// is the driver) from one session's run directory into a fork's, whose
+// keeper takes them over.
 func CopyNotes(fromRunDir, toRunDir string) error {
 	from, to := filepath.Join(fromRunDir, keeperFIFOs), filepath.Join(toRunDir, keeperFIFOs)
 	entries, err := os.ReadDir(from)
@@ -91,7 +92,8 @@ func CopyNotes(fromRunDir, toRunDir string) error {
 		return err
 	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "proc-") || !strings.HasSuffix(e.Name(), ".json") {
+		note := strings.HasPrefix(e.Name(), "proc-") && strings.HasSuffix(e.Name(), ".json") || e.Name() == driverNote
+		if !e.Type().IsRegular() || !note {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(from, e.Name()))
@@ -139,7 +141,11 @@ func (k *keeper) connectServer() error {
 	}
 	k.server = c
 	for _, sp := range held {
-		k.adopt(sp)
+		if k.isDriver(sp) {
+			k.relay(sp)
+		} else {
+			k.adopt(sp)
+		}
 	}
 	go k.watchServer(c, in, out)
 	return nil
@@ -245,6 +251,10 @@ func (k *keeper) adopt(sp *procwire.Process) {
 	p := &keptProcess{out: newRing(contract.DefaultRingBytes, chunkCost), pid: make(chan struct{}), served: sp}
 	close(p.pid)
 	p.info = contract.ProcessInfo{ID: int(in.ID), PID: in.PID, PTY: in.PTY, Running: true, Started: time.Now().UTC()}
+	if in.Stdin {
+		// Its stdin stays open: the dead keeper's callers' input goes on.
+		p.stdin = sp.Stdin()
+	}
 	if noted, ok := k.noted(p.info.ID); ok && noted.PID == p.info.PID {
 		p.info.Tag, p.info.Args, p.info.Env, p.info.Cwd, p.info.Started = noted.Tag, noted.Args, noted.Env, noted.Cwd, noted.Started
 	}

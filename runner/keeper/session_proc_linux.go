@@ -39,6 +39,11 @@ func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*Client, erro
 	if err != nil {
 		return nil, err
 	}
+	return r.keeperAt(ctx, runDir, id)
+}
+
+// keeperAt is keeperFor of session id in runDir, whose caller owns it.
+func (r *Layer) keeperAt(ctx context.Context, runDir, id string) (*Client, error) {
 	kc := NewClient(filepath.Join(runDir, Sock))
 	if kc.Alive(ctx) {
 		return kc, nil

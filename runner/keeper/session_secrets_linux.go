@@ -183,6 +183,9 @@ type keptRecord struct {
 	SecretEnv []string         `json:"secret_env,omitempty"`
 	// ProcServer: its processes start through its process server.
 	ProcServer bool `json:"proc_server,omitempty"`
+	// Driver is its interpreter's command, which its keeper starts
+	// through its process server and whose wire it relays.
+	Driver []string `json:"driver,omitempty"`
 }
 
 // RecordFile is a session's record in its run directory.

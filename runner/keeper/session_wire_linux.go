@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,10 +73,18 @@ func fifoCreator(runDir, inName, outName string) cio.Creator {
 	}
 }
 
-// Wire is one caller's ends of a session's FIFOs.
+// Wire is one caller's ends of a session's wire: its FIFOs, or a
+// connection to the keeper that relays it (keeper_driver_linux.go).
 type Wire struct {
-	in, out *os.File
-	r       *bufio.Reader
+	in  wireIn
+	out io.Closer // nil when in is the connection
+	r   *bufio.Reader
+}
+
+// wireIn is the end a caller writes frames into.
+type wireIn interface {
+	io.WriteCloser
+	SetWriteDeadline(time.Time) error
 }
 
 // Frame is one frame out of the driver.
@@ -128,17 +137,20 @@ func checkFIFO(f *os.File) error {
 
 // Close closes both ends: a read or write under way returns.
 func (w *Wire) Close() error {
+	if w.out == nil {
+		return w.in.Close()
+	}
 	return errors.Join(w.in.Close(), w.out.Close())
 }
 
 // Send writes one frame in, whole.
 func (w *Wire) Send(kind string, call int, data []byte) error {
-	b := fmt.Appendf(nil, "%s %d %d\n", kind, call, len(data))
-	if len(b)+len(data) > wireMaxIn {
-		return fmt.Errorf("a %s frame of %d bytes is over %d", kind, len(b)+len(data), wireMaxIn)
+	b := Frame{Kind: kind, Call: call, Data: data}.encode()
+	if len(b) > wireMaxIn {
+		return fmt.Errorf("a %s frame of %d bytes is over %d", kind, len(b), wireMaxIn)
 	}
-	_, err := w.in.Write(append(b, data...))
-	if errors.Is(err, unix.EPIPE) {
+	_, err := w.in.Write(b)
+	if errors.Is(err, unix.EPIPE) || errors.Is(err, unix.ECONNRESET) {
 		return ErrWireGone
 	}
 	return err
@@ -169,16 +181,23 @@ func (w *Wire) SendStdin(call int, r io.Reader) error {
 
 // receive reads the next frame out. io.EOF means the driver's end is
 // closed; errWireBroken, that what came is not a frame.
-func (w *Wire) receive() (Frame, error) {
-	line, err := w.r.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return Frame{}, ErrWireBroken
+func (w *Wire) receive() (Frame, error) { return readFrame(w.r, wireMaxOut) }
+
+// readFrame reads the next frame from r, its data at most max bytes.
+// io.EOF means r ended (between two frames or in one); ErrWireBroken,
+// that what came is not a frame.
+func readFrame(r *bufio.Reader, max int) (Frame, error) {
+	ended := func(err error) error {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, net.ErrClosed) {
+			return io.EOF
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-			return Frame{}, io.EOF
-		}
-		return Frame{}, err
+		return err
+	}
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return Frame{}, ErrWireBroken
+	} else if err != nil {
+		return Frame{}, ended(err)
 	}
 	fields := bytes.Fields(line)
 	if len(line) > wireMaxHeader || len(fields) != 3 {
@@ -186,17 +205,19 @@ func (w *Wire) receive() (Frame, error) {
 	}
 	call, err1 := strconv.Atoi(string(fields[1]))
 	n, err2 := strconv.Atoi(string(fields[2]))
-	if err1 != nil || err2 != nil || n < 0 || n > wireMaxOut {
+	if err1 != nil || err2 != nil || n < 0 || n > max {
 		return Frame{}, ErrWireBroken
 	}
 	f := Frame{Kind: string(fields[0]), Call: call, Data: make([]byte, n)}
-	if _, err := io.ReadFull(w.r, f.Data); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-			return Frame{}, io.EOF
-		}
-		return Frame{}, err
+	if _, err := io.ReadFull(r, f.Data); err != nil {
+		return Frame{}, ended(err)
 	}
 	return f, nil
+}
+
+// encode is f as it goes on the wire.
+func (f Frame) encode() []byte {
+	return append(fmt.Appendf(nil, "%s %d %d\n", f.Kind, f.Call, len(f.Data)), f.Data...)
 }
 
 // ReceiveAll sends the frames out on frames until the wire ends or breaks,

@@ -108,7 +108,7 @@ func (sb *sandbox) Netstack() bool { return sb.session != nil }
 // Streams: a session's first process is its interpreter on the wire, or
 // only keeps it alive.
 func (sb *sandbox) Streams(*box.Sandbox) cio.Creator {
-	if sb.session != nil && driverFirst(sb.Req) {
+	if sb.session != nil && sb.session.first {
 		// Its first process is its interpreter, on the wire.
 		return keeper.WireCreator(sb.RunDir)
 	}

@@ -164,6 +164,8 @@ func (r *Layer) call(ctx context.Context, s *liveSession, n int, call contract.S
 	var end callEnd
 	if interpreted(req.Lang) {
 		end, err = r.wireCall(ctx, s, n, name, call, mout, merr)
+	} else if s.rec.ProcServer {
+		end, err = r.servedCall(ctx, s, n, p, name, call, mout, merr)
 	} else {
 		end, err = r.execCall(ctx, s, n, p, name, call, mout, merr)
 	}

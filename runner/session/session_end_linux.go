@@ -225,11 +225,14 @@ func (r *Layer) checkAlive(ctx context.Context, s *liveSession) string {
 		if s.rec.ProcServer {
 			reason = reaper.EndProcServer
 		}
-		if s.rec.DriverFirst {
-			// Its interpreter was its first program.
+		if s.rec.DriverFirst || s.driverEnded() {
+			// Its interpreter was its first program, or its keeper
+			// ended it when its interpreter ended.
 			reason = reaper.EndInterpreter
 		}
-	} else if err == nil && interpreted(s.rec.Request.Lang) && !s.rec.DriverFirst {
+	} else if err == nil && s.driverEnded() {
+		reason = reaper.EndInterpreter
+	} else if err == nil && interpreted(s.rec.Request.Lang) && !s.rec.DriverFirst && s.rec.Driver == nil {
 		driver, err := task.LoadProcess(ctx, driverExecID, nil)
 		if errdefs.IsNotFound(err) || err == nil && !processRunning(ctx, driver) {
 			reason = reaper.EndInterpreter
@@ -239,6 +242,16 @@ func (r *Layer) checkAlive(ctx context.Context, s *liveSession) string {
 		_ = r.endSession(ctx, s.c, reason)
 	}
 	return reason
+}
+
+// driverEnded says whether session s's keeper saw its interpreter, one of
+// its process server's, end (keeper.DriverEnded).
+func (s *liveSession) driverEnded() bool {
+	if s.rec.Driver == nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(s.runDir, keeper.DriverEnded))
+	return err == nil
 }
 
 // processRunning says whether p (a task or an exec'd process) runs.

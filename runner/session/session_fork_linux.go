@@ -77,7 +77,7 @@ func (r *Layer) prepareForks(ctx context.Context, s *liveSession, n int, held bo
 		sb.session = &sessionMeta{
 			caller: s.labels[reaper.LabelSession], held: held, created: now, deadline: s.deadline(),
 			backstop: s.rec.Backstop, idle: s.rec.Idle, restore: img, restoreArgs: spec.Process.Args,
-			served: s.rec.ProcServer,
+			served: s.rec.ProcServer, first: s.rec.DriverFirst, driver: s.rec.Driver,
 		}
 		forks = append(forks, fork{sb: sb, rootfs: rootfs})
 		sb.LookUpView(ctx, rootfs)

@@ -100,8 +100,12 @@ type sessionMeta struct {
 	restore     string
 	restoreArgs []string
 	// served: its first program is its process server, boxer-procd
-	// (keeper_served_linux.go), which starts its processes.
-	served bool
+	// (keeper_served_linux.go), which starts its processes. first: its
+	// first program is its interpreter (driverFirst). driver: its
+	// interpreter's command, a process of its process server that its
+	// keeper starts (sessionRecord's Driver).
+	served, first bool
+	driver        []string
 }
 
 // sessionRecord is a session's request, in its run directory. Deadline
@@ -123,21 +127,36 @@ type sessionRecord struct {
 	// ProcServer: its first program is its process server (sessionMeta's
 	// served).
 	ProcServer bool `json:"proc_server,omitempty"`
+	// Driver is its interpreter's command when its keeper starts it
+	// through its process server, and relays its wire (on gVisor, where
+	// a checkpoint keeps only the first program's processes).
+	Driver []string `json:"driver,omitempty"`
 }
 
-// driverFirst says whether a session's interpreter is its sandbox's first
-// program (under boxer-init, which ends the sandbox at the backstop), its
-// streams the task's: on gVisor, whose restore from a checkpoint kills
-// every process exec'd into the sandbox (session_snapshot_linux.go). On
-// runc it stays an exec beside a sleep, as sessions made before it.
-func driverFirst(req contract.Request) bool {
-	return req.Runtime == "runsc" && interpreted(req.Lang)
+// kind sets how a session of req runs: with a process server when
+// boxer-procd is installed (served). An interpreted session's interpreter
+// is, on runc, an exec beside the first program; on gVisor, whose restore
+// from a checkpoint kills every process exec'd into the sandbox
+// (session_snapshot_linux.go), one of the process server's (driver), or
+// without one its sandbox's first program (first: driverFirst, its
+// streams the task's, under boxer-init, which ends the sandbox at the
+// backstop).
+func (m *sessionMeta) kind(r *Layer, req contract.Request) error {
+	m.served = r.server != ""
+	if req.Runtime != "runsc" || !interpreted(req.Lang) {
+		return nil
+	}
+	if !m.served {
+		m.first = true
+		return nil
+	}
+	p, err := contract.LookupPreset(req.Lang)
+	if err != nil {
+		return err
+	}
+	m.driver = append(slices.Clone(p.Command), path.Join("/code", driverFile), driverPid)
+	return nil
 }
-
-// served says whether a session of req gets a process server: every one
-// but an interpreter's on gVisor, whose interpreter is its first program,
-// when boxer-procd is installed.
-func (r *Layer) served(req contract.Request) bool { return r.server != "" && !driverFirst(req) }
 
 // shape makes spec a session's: its first process waits for the backstop,
 // or (driverFirst) is its interpreter, ended at the backstop; a fork's is
@@ -147,7 +166,7 @@ func (m *sessionMeta) shape(spec *specs.Spec, req contract.Request, secretEnv []
 	switch {
 	case m.restoreArgs != nil:
 		spec.Process.Args = m.restoreArgs
-	case driverFirst(req):
+	case m.first:
 		p, err := contract.LookupPreset(req.Lang)
 		if err != nil {
 			return err
@@ -241,7 +260,10 @@ func (r *Layer) CreateSession(ctx context.Context, sr contract.SessionRequest, m
 	// normalize capped lifetime at the maximum: the backstop is after the
 	// deadline.
 	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))
-	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, heir: heirOf(sr), created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle, served: r.served(req)}
+	sb.session = &sessionMeta{caller: sr.Caller, held: sr.Held, heir: heirOf(sr), created: now, deadline: now.Add(lifetime), backstop: backstop, idle: idle}
+	if err := sb.session.kind(r, req); err != nil {
+		return contract.Session{}, err
+	}
 	err = sb.Make(ctx, rootfs)
 	if err == nil {
 		err = sb.openSession(ctx)
@@ -298,7 +320,7 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := sb.writeSupport(p); err != nil {
 		return err
 	}
-	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.Dirs.SecretEnv, DriverFirst: driverFirst(sb.Req), ProcServer: sb.session.served})
+	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, SecretEnv: sb.Dirs.SecretEnv, DriverFirst: sb.session.first, ProcServer: sb.session.served, Driver: sb.session.driver})
 	if err != nil {
 		return err
 	}
@@ -321,12 +343,12 @@ func (sb *sandbox) openSession(ctx context.Context) error {
 	if err := sb.Task.Start(opCtx); err != nil {
 		return &box.RuntimeError{Step: "starting session", Err: err}
 	}
-	if driverFirst(sb.Req) || sb.session.served {
+	if sb.session.first || sb.session.served {
 		// Its streams are the wire, which calls open, or its process
 		// server's channel, which its keeper opens.
 		sb.Task.IO().Close()
 	}
-	if interpreted(sb.Req.Lang) && !driverFirst(sb.Req) {
+	if interpreted(sb.Req.Lang) && !sb.session.first && sb.session.driver == nil {
 		spec, err := sb.Container.Spec(opCtx)
 		if err != nil {
 			return fmt.Errorf("reading session spec: %w", err)

@@ -173,7 +173,10 @@ func (r *Layer) makeReady(ctx context.Context, req contract.Request, smax contra
 	// the claim sets the deadline, within the backstop a fresh one would
 	// have.
 	backstop := now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime) + maxAge + time.Minute)
-	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: maxAge, served: r.served(req)}
+	sb.session = &sessionMeta{held: true, ready: true, created: now, deadline: backstop, backstop: backstop, idle: maxAge}
+	if err := sb.session.kind(r, req); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if retErr != nil {
 			if err := sb.destroy(ctx); err != nil {
@@ -188,18 +191,18 @@ func (r *Layer) makeReady(ctx context.Context, req contract.Request, smax contra
 		return nil, err
 	}
 	if interpreted(req.Lang) && len(req.Preload) > 0 {
-		if err := preloadDriver(ctx, sb.RunDir, req.Preload); err != nil {
+		if err := r.preloadDriver(ctx, sb, req.Preload); err != nil {
 			return nil, err
 		}
 	}
 	return sb, nil
 }
 
-// preloadDriver has the interpreter of the session in runDir import
-// modules (the operator's --preload list for its language, or its
-// preset's), and waits until it has.
-func preloadDriver(ctx context.Context, runDir string, modules []string) error {
-	w, err := keeper.OpenWire(runDir)
+// preloadDriver has the interpreter of session sb import modules (the
+// operator's --preload list for its language, or its preset's), and
+// waits until it has.
+func (r *Layer) preloadDriver(ctx context.Context, sb *sandbox, modules []string) error {
+	w, err := r.openWire(ctx, sb.RunDir, sb.ID, sb.session.driver != nil)
 	if err != nil {
 		return err
 	}
@@ -287,7 +290,8 @@ func (r *Layer) claimSession(ctx context.Context, sb *sandbox, sr contract.Sessi
 		return contract.Session{}, fmt.Errorf("its sandbox does not run (%v, %v)", st.Status, err)
 	}
 	now := time.Now()
-	rec := sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: now.Add(lifetime), Backstop: now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime))}
+	m := sb.session
+	rec := sessionRecord{Request: req, Idle: idle, CreatedAt: now, Deadline: now.Add(lifetime), Backstop: now.Add(contract.Or(smax.Lifetime, contract.DefaultMaxSessionLifetime)), SecretEnv: sb.Dirs.SecretEnv, DriverFirst: m.first, ProcServer: m.served, Driver: m.driver}
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return contract.Session{}, err

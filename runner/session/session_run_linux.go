@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -30,7 +31,7 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 	var end callEnd
 	end.started = time.Now()
 	end.ended, end.noStatus = end.started, true
-	w, err := keeper.OpenWire(s.runDir)
+	w, err := r.openWire(ctx, s.runDir, s.id, s.rec.Driver != nil)
 	if errors.Is(err, keeper.ErrWireGone) {
 		end.wireEnded = true
 		return end, nil // checkAlive says why
@@ -47,8 +48,37 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 	if err := w.Send(kind, n, []byte(name)); err != nil {
 		return end, nil
 	}
+	interrupt := func() error { return r.interruptIn(ctx, s) }
+	return r.onWire(ctx, s, w, n, call, records, stdout, stderr, interrupt, true), nil
+}
+
+// servedCall runs call n of a session with a process server as a program
+// of its own, started through it by the session's keeper, which speaks
+// the wire's frames for it (keeper.DialCall).
+func (r *Layer) servedCall(ctx context.Context, s *liveSession, n int, p contract.Preset, name string, call contract.SessionCall, stdout, stderr io.Writer) (callEnd, error) {
+	var end callEnd
+	end.started = time.Now()
+	end.ended, end.noStatus = end.started, true
+	w, err := r.DialCall(ctx, s.runDir, s.id, n, append(slices.Clone(p.Command), path.Join("/code", name)))
+	if err != nil {
+		return end, &box.RuntimeError{Step: "starting call", Err: err}
+	}
+	defer w.Close()
+	kill := func() error { return r.KillCall(context.WithoutCancel(ctx), s.runDir, n) }
+	return r.onWire(ctx, s, w, n, call, nil, stdout, stderr, kill, false), nil
+}
+
+// onWire sends the call's stdin on w and passes its output on until its
+// exit frame. At its timeout (or its caller's end) interrupt stops it;
+// if it still does not end, the session is ended. interpreter says the
+// other end is the session's interpreter, whose end, or a frame that is
+// not one, ends the session.
+func (r *Layer) onWire(ctx context.Context, s *liveSession, w *keeper.Wire, n int, call contract.SessionCall, records *contract.CellRecords, stdout, stderr io.Writer, interrupt func() error, interpreter bool) callEnd {
+	var end callEnd
+	end.started = time.Now()
+	end.ended, end.noStatus = end.started, true
 	go func() {
-		if err := w.SendStdin(n, call.Stdin); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+		if err := w.SendStdin(n, call.Stdin); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) && !errors.Is(err, keeper.ErrWireGone) {
 			log.G(ctx).WithError(err).Debug("sending a call's stdin")
 		}
 	}()
@@ -94,7 +124,7 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 	status, why := wait(timer.C, ctx.Done())
 	if errors.Is(why, errTimedOut) || errors.Is(why, contract.ErrInterrupted) {
 		end.facts.TimedOut, end.facts.Interrupted = errors.Is(why, errTimedOut), errors.Is(why, contract.ErrInterrupted)
-		if err := r.interruptIn(ctx, s); err != nil {
+		if err := interrupt(); err != nil {
 			log.G(ctx).WithError(err).Warn("interrupting call")
 		}
 		status, why = wait(time.After(interruptGrace), nil)
@@ -107,7 +137,10 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 	switch {
 	case why == nil:
 		end.facts.Status, end.noStatus = status, false
-		end.alive = end.sessionEnded == ""
+		end.alive = interpreter && end.sessionEnded == ""
+	case !interpreter:
+		// The keeper or the process server went before the program's
+		// status came: checkAlive says whether the session lives.
 	case errors.Is(why, keeper.ErrWireBroken):
 		_ = r.endSession(ctx, s.c, reaper.EndWireBroken)
 		end.sessionEnded = reaper.EndWireBroken
@@ -116,7 +149,16 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 		// memory limit, a kill from inside): checkAlive says why.
 		end.facts.Status, end.wireEnded = 255, true
 	}
-	return end, nil
+	return end
+}
+
+// openWire opens the wire of session id in runDir: its FIFOs, or
+// (relayed) a connection to its keeper, which relays it.
+func (r *Layer) openWire(ctx context.Context, runDir, id string, relayed bool) (*keeper.Wire, error) {
+	if relayed {
+		return r.DialWire(ctx, runDir, id)
+	}
+	return keeper.OpenWire(runDir)
 }
 
 // errTimedOut: a call's timeout passed.
@@ -222,6 +264,10 @@ func (r *Layer) interrupt(ctx context.Context, s *liveSession, process container
 // interruptIn sends the session's interpreter SIGINT, from inside the
 // sandbox: it has interruptGrace to come back from the call's code.
 func (r *Layer) interruptIn(ctx context.Context, s *liveSession) error {
+	if s.rec.Driver != nil {
+		// Its interpreter is its process server's: signalled through it.
+		return r.InterruptDriver(context.WithoutCancel(ctx), s.runDir)
+	}
 	return s.execIn(context.WithoutCancel(ctx), []string{"/bin/sh", "-c", `kill -INT "$(cat ` + driverPid + `)"`})
 }
 

@@ -41,8 +41,9 @@ import (
 //
 // What comes back is what the session's first program holds: on a
 // restore, gVisor kills every process exec'd into the sandbox, so only a
-// session whose interpreter is its first program (driverFirst) can be
-// checkpointed, and not while a process it started runs. A session with
+// session whose processes (and interpreter) are its process server's, or
+// whose interpreter is its first program (sessionMeta's first: then not
+// while a process it started runs), can be checkpointed. A session with
 // network or secrets cannot: its link would not come back, and the image
 // would hold its secrets on disk. runc would need CRIU, which boxer does
 // not use (docs/runtimes.md).
@@ -313,7 +314,7 @@ func (s *liveSession) deadline() time.Time {
 
 // writeForkRecord writes a fork's session record.
 func (sb *sandbox) writeForkRecord() error {
-	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, DriverFirst: driverFirst(sb.Req), ProcServer: sb.session.served})
+	rec, err := json.Marshal(sessionRecord{Request: sb.Req, Idle: sb.session.idle, CreatedAt: sb.session.created, Deadline: sb.session.deadline, Backstop: sb.session.backstop, DriverFirst: sb.session.first, ProcServer: sb.session.served, Driver: sb.session.driver})
 	if err != nil {
 		return err
 	}
