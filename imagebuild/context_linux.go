@@ -38,8 +38,10 @@ type entry struct {
 var ErrOutsideContext = errors.New("leaves the build context")
 
 // walkSources calls fn for each source and everything under the
-// directories among them, parents first.
-func walkSources(contextDir string, srcs []string, fn func(entry) error) error {
+// directories among them, parents first. A source that is a symlink is
+// followed (beneath the context), as Docker's COPY does, unless keepLinks
+// says to copy it as one, as E2B's copy does.
+func walkSources(contextDir string, srcs []string, keepLinks bool, fn func(entry) error) error {
 	root, err := unix.Open(contextDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("opening the build context: %w", &os.PathError{Op: "open", Path: contextDir, Err: err})
@@ -52,6 +54,19 @@ func walkSources(contextDir string, srcs []string, fn func(entry) error) error {
 		}
 		if rel == "" {
 			rel = "."
+		}
+		if keepLinks {
+			e, link, err := sourceLink(root, rel)
+			if err != nil {
+				return fmt.Errorf("COPY source %s: %w", src, err)
+			}
+			if link {
+				e.src = i
+				if err := fn(e); err != nil {
+					return fmt.Errorf("COPY source %s: %w", src, err)
+				}
+				continue
+			}
 		}
 		fd, err := unix.Openat2(root, rel, &unix.OpenHow{
 			Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK,
@@ -135,6 +150,34 @@ func walkFD(fd, i int, rel string, fn func(entry) error) error {
 	return nil
 }
 
+// sourceLink says whether source rel of the context root is a symlink,
+// and returns its entry if it is; its directory is resolved beneath root.
+func sourceLink(root int, rel string) (entry, bool, error) {
+	if rel == "." {
+		return entry{}, false, nil
+	}
+	dir, err := unix.Openat2(root, path.Dir(rel), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.EXDEV) {
+		return entry{}, false, fmt.Errorf("%w (through a symlink or ..)", ErrOutsideContext)
+	} else if err != nil {
+		return entry{}, false, err
+	}
+	defer unix.Close(dir)
+	base := path.Base(rel)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return entry{}, false, nil // opened and reported as anything else is
+	}
+	target, err := readlinkat(dir, base)
+	if err != nil {
+		return entry{}, false, err
+	}
+	return entry{mode: st.Mode, target: target}, true, nil
+}
+
 func readlinkat(dirfd int, name string) (string, error) {
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlinkat(dirfd, name, buf)
@@ -153,9 +196,9 @@ func nameOf(rel string) string {
 
 // hashSources is the digest of what srcs hold: names, types, modes,
 // contents and link targets, which key a COPY's cache entry.
-func hashSources(contextDir string, srcs []string) (string, error) {
+func hashSources(contextDir string, srcs []string, keepLinks bool) (string, error) {
 	h := sha256.New()
-	err := walkSources(contextDir, srcs, func(e entry) error {
+	err := walkSources(contextDir, srcs, keepLinks, func(e entry) error {
 		fmt.Fprintf(h, "%d\x00%s\x00%o\x00%s\x00", e.src, e.rel, e.mode, e.target)
 		if e.open == nil {
 			return nil

@@ -32,13 +32,13 @@ func (b *builder) copy(ctx context.Context, s Step, c instructions.SourcesAndDes
 	if err != nil {
 		return false, err
 	}
-	sum, err := hashSources(b.o.Context, srcs)
+	sum, err := hashSources(b.o.Context, srcs, s.KeepLinks)
 	if err != nil {
 		return false, err
 	}
 	dest := b.st.workdir(c.DestPath)
 	intoDir := strings.HasSuffix(c.DestPath, "/") || len(srcs) > 1 || wild
-	b.key = stepKey(b.key, fmt.Sprintf("COPY %q %s %t %d:%d", srcs, dest, intoDir, uid, gid), sum)
+	b.key = stepKey(b.key, fmt.Sprintf("COPY %q %s %t %d:%d %t", srcs, dest, intoDir, uid, gid, s.KeepLinks), sum)
 	return b.layerStep(ctx, s.Text, func(ctx context.Context, active, _ string) error {
 		return b.onHost(ctx, active, func(root string) error {
 			w, err := openRoot(root, uid, gid, b.o.DiskBytes)
@@ -46,7 +46,7 @@ func (b *builder) copy(ctx context.Context, s Step, c instructions.SourcesAndDes
 				return err
 			}
 			defer w.close()
-			return w.copySources(b.o.Context, srcs, dest, intoDir)
+			return w.copySources(b.o.Context, srcs, dest, intoDir, s.KeepLinks)
 		})
 	})
 }
@@ -142,11 +142,11 @@ func (w *rootWriter) isDir(p string) bool {
 // copySources copies srcs from the context to dest, as Docker does: a
 // directory's contents into dest; a file to dest, or into it when it is a
 // directory (intoDir, or one in the image).
-func (w *rootWriter) copySources(contextDir string, srcs []string, dest string, intoDir bool) error {
+func (w *rootWriter) copySources(contextDir string, srcs []string, dest string, intoDir, keepLinks bool) error {
 	if !intoDir && w.isDir(dest) {
 		intoDir = true
 	}
-	return walkSources(contextDir, srcs, func(e entry) error {
+	return walkSources(contextDir, srcs, keepLinks, func(e entry) error {
 		target := dest
 		switch {
 		case e.rel != "":

@@ -39,6 +39,10 @@ type Step struct {
 	// User, if set, is who this RUN alone runs as (root, nobody or
 	// UID[:GID]): E2B's runCmd(cmd, {user}); otherwise the USER in force.
 	User string
+	// KeepLinks: a COPY source that is a symlink is copied as one, as
+	// E2B's copy does (its SDK uploads links as links unless told to
+	// resolve them), not followed as Docker's COPY does.
+	KeepLinks bool
 }
 
 // Unsupported is a Dockerfile line boxer refuses to build.

@@ -42,6 +42,7 @@ const t = Template({ fileContextPath: process.env.CTX })
 	.fromTemplate('base')
 	.copy('ca.pem', '/etc/boxer-test-ca.pem')
 	.copy('site/hello.txt', '/srv/')
+	.copy('site/*', '/links/')
 	.setEnvs(Object.fromEntries(process.env.TRUST.split(' ').map((kv) => kv.split('='))))
 	.setEnvs({ GREETING: 'hello-' + tok, PIP_INDEX_URL: 'https://` + fakenet.PyPIName + `/simple', PIP_BREAK_SYSTEM_PACKAGES: '1', PIP_NO_CACHE_DIR: '1' })
 	.pipInstall('` + fakenet.PyPIPackage + `')
@@ -54,6 +55,8 @@ console.log('exists', await Template.exists('tmpl-' + tok))
 const sbx = await Sandbox.create('tmpl-' + tok)
 const r = await sbx.commands.run('python3 -c "import ` + fakenet.PyPIPackage + `, os, urllib.request; print(` + fakenet.PyPIPackage + `.VALUE, os.environ[\'GREETING\'], urllib.request.urlopen(\'http://127.0.0.1:8000/hello.txt\').read().decode().strip())"')
 console.log('run', r.stdout.trim())
+const l = await sbx.commands.run('readlink /links/rel.txt /links/abs.txt; cat /links/rel.txt')
+console.log('links', l.stdout.trim().split('\n').join(' '))
 await sbx.kill()
 `
 
@@ -101,6 +104,9 @@ func TestE2BTemplateBuild(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(ctx, "ca.pem"), n.CAPEM, 0o644))
 	must(t, os.MkdirAll(filepath.Join(ctx, "site"), 0o755))
 	must(t, os.WriteFile(filepath.Join(ctx, "site", "hello.txt"), []byte("file-"+tok+"\n"), 0o644))
+	// copy('site/*') keeps the links it matches, as E2B's does.
+	must(t, os.Symlink("hello.txt", filepath.Join(ctx, "site", "rel.txt")))
+	must(t, os.Symlink("/nowhere/hello.txt", filepath.Join(ctx, "site", "abs.txt")))
 	trust := strings.Join(n.TrustEnv("/etc/boxer-test-ca.pem"), " ")
 	out = e.node(t, e.keys[0], e2bTemplateBuild, "TOK="+tok, "CTX="+ctx, "TRUST="+trust)
 	t.Logf("build and sandbox:\n%s", out)
@@ -111,6 +117,7 @@ func TestE2BTemplateBuild(t *testing.T) {
 		"built tmpl-" + tok + " true",
 		"exists true",
 		"run 42 hello-" + tok + " file-" + tok,
+		"links hello.txt /nowhere/hello.txt file-" + tok,
 		"pip install " + fakenet.PyPIPackage,
 	} {
 		if !strings.Contains(out, want) {

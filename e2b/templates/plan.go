@@ -111,6 +111,9 @@ func planBuild(body BuildStart, base func(string) (string, bool)) (*plan, error)
 			}
 			s.Text = "COPY " + arg(0) + " " + arg(1)
 			s.Cmd = &instructions.CopyCommand{SourcesAndDest: instructions.SourcesAndDest{SourcePaths: []string{arg(0)}, DestPath: arg(1)}, Chown: chown}
+			// The upload holds links as the SDK found them (or resolved,
+			// with resolveSymlinks): a source that is one stays one.
+			s.KeepLinks = true
 			p.hashes = append(p.hashes, st.FilesHash)
 		case "ENV":
 			if len(st.Args) == 0 || len(st.Args)%2 != 0 {
