@@ -135,8 +135,13 @@ func run(n, rssRuns int, boxerBin string) error {
 	if err != nil {
 		return err
 	}
+	builds, err := benchBuild(min(n, 5), boxerBin, address)
+	if err != nil {
+		return err
+	}
 	report(cs, serve, n, boxerBin, runc, runsc, runscErr == nil)
 	printPreload(preload)
+	printBuild(builds)
 	return benchMemory(boxerBin, address, rssRuns)
 }
 
