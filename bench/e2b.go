@@ -110,8 +110,8 @@ func benchE2B(n int, boxerBin, address string) ([]row, error) {
 }
 
 // startE2BServer starts a server with E2B's API beside boxer's, on a key
-// of its own, and is the environment that points the SDK at it.
-func startE2BServer(boxerBin, address string) (*server, []string, error) {
+// of its own (and flags), and is the environment that points the SDK at it.
+func startE2BServer(boxerBin, address string, flags ...string) (*server, []string, error) {
 	if _, err := os.Stat(filepath.Join("node_modules", "e2b", "package.json")); err != nil {
 		return nil, nil, fmt.Errorf("the E2B SDK is not installed (%v): run 'make test-deps' (npm ci)", err)
 	}
@@ -134,7 +134,7 @@ func startE2BServer(boxerBin, address string) (*server, []string, error) {
 	}
 	e2bAddr := ln.Addr().String()
 	ln.Close()
-	s, err := startServer(boxerBin, address, "--warm-size", "0", "--e2b-listen", e2bAddr, "--e2b-key-file", keys.Name())
+	s, err := startServer(boxerBin, address, append([]string{"--warm-size", "0", "--e2b-listen", e2bAddr, "--e2b-key-file", keys.Name()}, flags...)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,7 +28,7 @@ func main() {
 	rssRuns := flag.Int("rss-runs", 1000, "runs through boxer serve while its RSS is sampled")
 	boxerBin := flag.String("boxer", "boxer", "boxer binary")
 	table := flag.Bool("table", true, "time the contenders (false: memory figures only)")
-	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet, snapshot, serve (warm, with and without an allowlist), exec (commands in a live session, issue 43) or build (Dockerfile builds, issue 46)")
+	only := flag.String("only", "", "run some rows only: ready-session, preload, fleet, snapshot, serve (warm, with and without an allowlist), exec (commands in a live session, issue 43), build (Dockerfile builds, issue 46) or e2b-pause (E2B pause to disk and fork on runsc, issue 45)")
 	flag.Parse()
 	hostBefore = readHostSettings()
 	var err error
@@ -64,13 +64,18 @@ func main() {
 		err = benchServeOnly(*n, *boxerBin, address())
 	case *only == "exec":
 		err = benchExecOnly(*n, *boxerBin, address())
+	case *only == "e2b-pause":
+		var rows []row
+		if rows, err = benchE2BPause(*n, *boxerBin, address()); err == nil {
+			printE2BPause(rows)
+		}
 	case *only == "build":
 		var rows []row
 		if rows, err = benchBuild(*n, *boxerBin, address()); err == nil {
 			printBuild(rows)
 		}
 	case *only != "":
-		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet, snapshot, serve, exec and build", *only)
+		err = fmt.Errorf("-only %q: the rows to run alone are ready-session, preload, fleet, snapshot, serve, exec, build and e2b-pause", *only)
 	case *table:
 		err = run(*n, *rssRuns, *boxerBin)
 	default:

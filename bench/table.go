@@ -139,9 +139,18 @@ func run(n, rssRuns int, boxerBin string) error {
 	if err != nil {
 		return err
 	}
+	var pauses []row
+	if runscErr == nil {
+		if pauses, err = benchE2BPause(min(n, 3), boxerBin, address); err != nil {
+			return err
+		}
+	}
 	report(cs, serve, n, boxerBin, runc, runsc, runscErr == nil)
 	printPreload(preload)
 	printBuild(builds)
+	if pauses != nil {
+		printE2BPause(pauses)
+	}
 	return benchMemory(boxerBin, address, rssRuns)
 }
 

@@ -66,6 +66,7 @@ func (s *Server) controlPlane() http.Handler {
 	mux.HandleFunc("DELETE /sandboxes/{id}", s.handleKill)
 	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
 	mux.HandleFunc("POST /sandboxes/{id}/pause", s.handlePause)
+	mux.HandleFunc("POST /sandboxes/{id}/fork", s.handleFork)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
 	// SDKs up to 2.50 connect without /v2.
 	mux.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
@@ -452,7 +453,7 @@ func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 		writeError(w, http.StatusBadRequest, e2bField(fe.Field)+": "+fe.Message)
 	case errors.As(err, &le):
 		writeError(w, http.StatusTooManyRequests, err.Error())
-	case errors.Is(err, runner.ErrSessionPaused):
+	case errors.Is(err, runner.ErrSessionPaused), errors.Is(err, runner.ErrNotCheckpointable):
 		writeError(w, http.StatusConflict, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())

@@ -10,7 +10,8 @@ import (
 )
 
 // A sandbox made with onTimeout: 'pause' (autoPause): at its timeout it
-// is paused, not killed (the session's freezer: no CPU, memory kept), and
+// is paused, not killed (as pause(): to disk on gVisor where it can be,
+// else the session's freezer: no CPU, memory kept), and
 // lives on paused until connect resumes it, or, with autoResume, the
 // next request to it does. Its session's own lifetime is the server's
 // longest (--max-session-lifetime), which ends it in the end.
@@ -75,7 +76,7 @@ func (s *Server) pauseAtTimeout(sb *sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e := audit.Entry{Event: audit.EventPaused, Interface: audit.E2B, Session: sb.ID, Reason: "timeout", HTTPStatus: http.StatusNoContent}
-	if _, err := s.runner.PauseSession(ctx, sb.ID, sb.Caller); err != nil {
+	if err := s.pause(ctx, sb.ID, sb.Caller); err != nil {
 		e.Error, e.HTTPStatus = err.Error(), 0
 	} else {
 		sb.paused.Store(true)

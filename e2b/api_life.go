@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/boxer-dev/boxer/audit"
 	"github.com/boxer-dev/boxer/internal/quote"
+	"github.com/boxer-dev/boxer/runner"
 )
 
 // A sandbox's life: its timeout, pause, resume (connect) and figures.
@@ -81,7 +83,7 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is already paused", id))
 		return
 	}
-	if _, err := s.runner.PauseSession(r.Context(), id, callerOf(r)); err != nil {
+	if err := s.pause(r.Context(), id, callerOf(r)); err != nil {
 		s.refuse(w, r, audit.EventPaused, id, err)
 		return
 	}
@@ -91,6 +93,18 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audited(r, audit.EventPaused, id, http.StatusNoContent)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// pause pauses sandbox id of caller: to disk, a checkpoint that frees its
+// memory, where it can be (gVisor, no network, no secrets: see
+// docs/runtimes.md); else the session's freezer, its memory kept. Connect
+// (ResumeSession) brings back either.
+func (s *Server) pause(ctx context.Context, id, caller string) error {
+	_, err := s.runner.CheckpointSession(ctx, id, caller)
+	if errors.Is(err, runner.ErrNotCheckpointable) {
+		_, err = s.runner.PauseSession(ctx, id, caller)
+	}
+	return err
 }
 
 // handleConnect resumes a paused sandbox (or finds a running one) and

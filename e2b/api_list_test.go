@@ -60,15 +60,15 @@ func TestListPages(t *testing.T) {
 
 func TestUnsupportedFeature(t *testing.T) {
 	for path, want := range map[string]string{
-		"/sandboxes/abc/logs":     "sandbox logs",
-		"/v2/sandboxes/abc/logs":  "sandbox logs",
-		"/templates/t1":           "templates",
-		"/templates/t1/builds/b1": "template builds",
-		"/admin/teams/x/api-keys": "E2B's administration",
-		"/sandboxes/abc/fork":     "fork",
-		"/sandboxes/abc/nothing":  "",
-		"/no/such/thing":          "",
-		"/sandboxes//logs":        "",
+		"/sandboxes/abc/logs":      "sandbox logs",
+		"/v2/sandboxes/abc/logs":   "sandbox logs",
+		"/templates/t1":            "templates",
+		"/templates/t1/builds/b1":  "template builds",
+		"/admin/teams/x/api-keys":  "E2B's administration",
+		"/sandboxes/abc/snapshots": "snapshots",
+		"/sandboxes/abc/nothing":   "",
+		"/no/such/thing":           "",
+		"/sandboxes//logs":         "",
 	} {
 		if got := unsupportedFeature(path); got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)

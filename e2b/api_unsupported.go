@@ -20,7 +20,6 @@ var unsupportedPaths = []struct{ pattern, feature string }{
 	{"/sandboxes/metrics", "metrics of many sandboxes at once"},
 	{"/sandboxes/*/logs", "sandbox logs"},
 	{"/v2/sandboxes/*/logs", "sandbox logs"},
-	{"/sandboxes/*/fork", "fork"},
 	{"/sandboxes/*/refreshes", "refreshes (a sandbox's time is set with timeout)"},
 	{"/sandboxes/*/snapshots", "snapshots"},
 	{"/snapshots", "snapshots"},

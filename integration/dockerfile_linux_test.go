@@ -156,7 +156,10 @@ CMD ["python3", "/app/main.py"]
 	if run := boxer(t, nil, "run", "--image", "boxer/"+name, "--", "cat", "/app/who.txt"); run.stdout != "boxer\n" {
 		t.Errorf("run after prune: %q %q", run.stdout, run.stderr)
 	}
-	must(t, removeImage(t, "boxer/"+name))
+	// By the name it was built with: stored as boxer/NAME.
+	if r := boxer(t, nil, "image", "rm", name); r.code != 0 || r.stdout != "boxer/"+name+"\n" {
+		t.Errorf("image rm %s: %d %q %q", name, r.code, r.stdout, r.stderr)
+	}
 	assertNoBuildLeft(t)
 }
 

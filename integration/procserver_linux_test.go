@@ -275,6 +275,26 @@ func TestProcServerPython(t *testing.T) {
 		t.Fatalf("background server: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	waitOutput(t, id, "srv", "Serving HTTP")
+	// The keeper, which relays the wire, dies during a call: the call says
+	// so, the session lives on, and the next call's keeper takes the
+	// interpreter over, its variables with it.
+	done := make(chan result, 1)
+	go func() {
+		res, _ := sessionCall(t, id, "open('/tmp/started', 'w').close()\nimport time\ntime.sleep(4)\nprint('slept')")
+		done <- res
+	}()
+	for deadline := time.Now().Add(30 * time.Second); sessionExec(t, "", id, "--", "test", "-e", "/tmp/started").code != 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not start in 30s")
+		}
+	}
+	must(t, unix.Kill(keeperOf(t, id), unix.SIGKILL))
+	if res := <-done; res.SessionEnded != "" || res.Status != "error" || !strings.Contains(res.Error, "keeper") {
+		t.Errorf("a call whose keeper died: %+v", res)
+	}
+	if res, r := sessionCall(t, id, "print(x)"); res.Stdout != "41\n" {
+		t.Errorf("after the keeper died: %d %+v %q", r.code, res, r.stderr)
+	}
 	ask := "import urllib.request\ntry:\n    print(urllib.request.urlopen('http://127.0.0.1:8000/', timeout=10).status, x)\nexcept Exception as e:\n    print('no answer', e)"
 	answers := func(s string) {
 		t.Helper()

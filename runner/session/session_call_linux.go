@@ -200,8 +200,11 @@ func (r *Layer) call(ctx context.Context, s *liveSession, n int, call contract.S
 	}
 	if res.SessionEnded == "" && !end.alive {
 		res.SessionEnded = r.checkAlive(ctx, s)
-		if res.SessionEnded == "" && end.wireEnded {
-			// containerd may not have seen the driver's exit yet.
+		if res.SessionEnded == "" && end.wireEnded && s.rec.Driver == nil {
+			// containerd may not have seen the driver's exit yet. (A
+			// relayed wire's end without its keeper's word that the
+			// driver ended is the keeper's: the next call's keeper
+			// takes the driver over.)
 			_ = r.endSession(ctx, s.c, reaper.EndInterpreter)
 			res.SessionEnded = reaper.EndInterpreter
 		}
@@ -209,6 +212,8 @@ func (r *Layer) call(ctx context.Context, s *liveSession, n int, call contract.S
 			res.Status, res.ExitCode, res.Signal = contract.StatusOOM, contract.ExitOOM, "SIGKILL"
 		} else if res.SessionEnded != "" && end.noStatus {
 			res.Error = fmt.Sprintf("the session ended: %s", contract.EndText(res.SessionEnded))
+		} else if end.noStatus && end.wireEnded {
+			res.Error = "the session's keeper went during the call, before its status came: the session lives on, and the next call's keeper takes its interpreter over"
 		}
 	}
 	if facts.Interrupted {

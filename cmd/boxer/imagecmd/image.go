@@ -174,7 +174,8 @@ func (e Env) imageRmCommand() *cli.Command {
 		Name:      "rm",
 		Usage:     "remove images",
 		ArgsUsage: "REF...",
-		Description: `Removes each name. The image itself goes with its last name: removing one of
+		Description: `Removes each name (a name without a '/' is also tried as boxer/NAME, which
+'image build NAME' stores). The image itself goes with its last name: removing one of
 several names of an image only removes that name. The last name of an
 image that a running sandbox uses is refused.`,
 		OnUsageError: e.UsageError,
@@ -189,6 +190,12 @@ image that a running sandbox uses is refused.`,
 			defer r.Close()
 			for _, ref := range c.Args().Slice() {
 				err := snapshots.Remove(c.Context, r.Client(), ref)
+				if short := snapshots.Normalize(ref); errors.Is(err, snapshots.ErrImageNotFound) && short != ref {
+					// The name 'image build NAME' stored it under.
+					if err = snapshots.Remove(c.Context, r.Client(), short); err == nil {
+						ref = short
+					}
+				}
 				if errors.Is(err, snapshots.ErrImageNotFound) {
 					return e.Fail("image %s not found (see 'boxer image ls')", ref)
 				} else if err != nil {
