@@ -205,7 +205,7 @@ func TestProcServerForged(t *testing.T) {
 // are its process server's children, which a checkpoint keeps: a server
 // started with session exec answers after a checkpoint and a resume, and
 // in each of two forks, listed with what it was started with, its output
-// attachable again.
+// attachable again: what it wrote before the checkpoint, and since.
 func TestProcServerCheckpoint(t *testing.T) {
 	id := createSession(t, "--lang", "javascript", "--runtime", "runsc")
 	srv := `let n = 0; require('http').createServer((q, r) => { n++; console.log('served ' + n); r.end('hi ' + n) }).listen(8000, () => console.log('listening'))`
@@ -231,6 +231,8 @@ func TestProcServerCheckpoint(t *testing.T) {
 		if !found {
 			t.Errorf("no server listed in %s", s)
 		}
+		// What it wrote before the checkpoint, and since.
+		waitOutput(t, s, "srv", "listening")
 		waitOutput(t, s, "srv", "served")
 	}
 	answers(id)

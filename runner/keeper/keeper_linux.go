@@ -294,6 +294,13 @@ func (k *keeper) list() []contract.ProcessInfo {
 func (k *keeper) routes() http.Handler {
 	mux := http.NewServeMux()
 	k.netRoutes(mux)
+	mux.HandleFunc("POST /output/save", func(w http.ResponseWriter, r *http.Request) {
+		if err := k.saveOutputs(); err != nil {
+			keeperError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("POST /wire", k.serveWire)
 	mux.HandleFunc("POST /wire/interrupt", k.interruptDriver)
 	mux.HandleFunc("POST "+callPath, k.serveCall)

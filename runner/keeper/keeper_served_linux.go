@@ -92,12 +92,12 @@ func CopyNotes(fromRunDir, toRunDir string) error {
 		return err
 	}
 	for _, e := range entries {
-		note := strings.HasPrefix(e.Name(), "proc-") && strings.HasSuffix(e.Name(), ".json") || e.Name() == driverNote
+		note := strings.HasPrefix(e.Name(), "proc-") && (strings.HasSuffix(e.Name(), ".json") || strings.HasSuffix(e.Name(), ".out")) || e.Name() == driverNote
 		if !e.Type().IsRegular() || !note {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(from, e.Name()))
-		if err != nil || len(b) > 2<<20 {
+		if err != nil || len(b) > maxOutImage {
 			continue // it ended meanwhile
 		}
 		if err := reaper.WriteFileAtomic(filepath.Join(to, e.Name()), b, 0o600); err != nil {
@@ -257,7 +257,14 @@ func (k *keeper) adopt(sp *procwire.Process) {
 	}
 	if noted, ok := k.noted(p.info.ID); ok && noted.PID == p.info.PID {
 		p.info.Tag, p.info.Args, p.info.Env, p.info.Cwd, p.info.Started = noted.Tag, noted.Args, noted.Env, noted.Cwd, noted.Started
+		// What it wrote before a checkpoint ended its keeper.
+		if b, err := os.ReadFile(k.outPath(p.info.ID)); err == nil && len(b) <= maxOutImage {
+			if r := unmarshalRing(b, contract.DefaultRingBytes, chunkCost); r != nil {
+				p.out = r
+			}
+		}
 	}
+	_ = os.Remove(k.outPath(p.info.ID))
 	k.track(p)
 }
 
@@ -280,6 +287,17 @@ func (k *keeper) noted(id int) (contract.ProcessInfo, bool) {
 func (k *keeper) notePath(id int) string {
 	return filepath.Join(k.runDir, keeperFIFOs, "proc-"+strconv.Itoa(id)+".json")
 }
+
+// outPath keeps what a process wrote (its ring's image), saved just
+// before a checkpoint (SaveOutputs), for the keeper that takes it over
+// after the restore, in the session or a fork.
+func (k *keeper) outPath(id int) string {
+	return filepath.Join(k.runDir, keeperFIFOs, "proc-"+strconv.Itoa(id)+".out")
+}
+
+// maxOutImage bounds a ring's image read back: a ring's bytes, base64 in
+// JSON, and its chunks' headers.
+const maxOutImage = 4 << 20
 
 // track adds p to the keeper's processes (numbered as on the channel,
 // so that a process keeps its number when a keeper takes it over) and
@@ -348,4 +366,50 @@ func pump(r io.Reader, w io.Writer) <-chan struct{} {
 		_, _ = io.Copy(w, r)
 	}()
 	return done
+}
+
+// saveOutputs keeps each running process's output so far beside its note
+// (outPath), for a checkpoint about to be taken.
+func (k *keeper) saveOutputs() error {
+	k.mu.Lock()
+	var procs []*keptProcess
+	for _, p := range k.procs {
+		if p.served != nil && p.info.Running {
+			procs = append(procs, p)
+		}
+	}
+	k.mu.Unlock()
+	for _, p := range procs {
+		b, err := p.out.marshal()
+		if err == nil {
+			err = reaper.WriteFileAtomic(k.outPath(p.info.ID), b, 0o600)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveOutputs has the keeper of the session in runDir, if one answers,
+// keep its running processes' output so far for the keepers after a
+// checkpoint (a restore's, a fork's). A keeper that does not answer had
+// lost it already.
+func (r *Layer) SaveOutputs(ctx context.Context, runDir string) error {
+	kc := NewClient(filepath.Join(runDir, Sock))
+	defer kc.HTTP.CloseIdleConnections()
+	if !kc.Alive(ctx) {
+		return nil
+	}
+	return kc.Call(ctx, "POST", "/output/save", nil, nil, nil)
+}
+
+// DropSavedOutputs removes what SaveOutputs kept in runDir once the
+// checkpoint's forks have their copies (CopyNotes): the session's own
+// keeper, which goes on, holds it.
+func DropSavedOutputs(runDir string) {
+	outs, _ := filepath.Glob(filepath.Join(runDir, keeperFIFOs, "proc-*.out"))
+	for _, f := range outs {
+		_ = os.Remove(f)
+	}
 }

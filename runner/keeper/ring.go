@@ -1,6 +1,9 @@
 package keeper
 
-import "sync"
+import (
+	"encoding/json"
+	"sync"
+)
 
 // ring keeps the last bytes of a process's output, stdout and stderr in
 // the order they came, for readers that attach at any time: a reader
@@ -137,3 +140,44 @@ var closedChan = func() chan struct{} {
 	close(c)
 	return c
 }()
+
+// ringImage is what a ring holds, as JSON: a process's output kept across
+// its keeper's end (a checkpoint ends it) for the next keeper.
+type ringImage struct {
+	Start  int64        `json:"start"`
+	Chunks []imageChunk `json:"chunks"`
+}
+
+type imageChunk struct {
+	Stream string `json:"stream"`
+	Data   []byte `json:"data"`
+}
+
+// marshal is r's image.
+func (r *ring) marshal() ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	img := ringImage{Start: r.start}
+	for _, c := range r.chunks {
+		img.Chunks = append(img.Chunks, imageChunk{Stream: c.stream, Data: c.data})
+	}
+	return json.Marshal(img)
+}
+
+// unmarshalRing is a ring of max and cost that holds what the image b
+// held, its offsets as they were, so that a reader's offset goes on; nil
+// for what is not an image.
+func unmarshalRing(b []byte, max, cost int) *ring {
+	var img ringImage
+	if json.Unmarshal(b, &img) != nil || img.Start < 0 {
+		return nil
+	}
+	r := newRing(max, cost)
+	r.start, r.end = img.Start, img.Start
+	for _, c := range img.Chunks {
+		if c.Stream != "" {
+			r.write(c.Stream, c.Data)
+		}
+	}
+	return r
+}

@@ -129,3 +129,31 @@ func TestRingReadMax(t *testing.T) {
 		t.Errorf("read all: %d bytes, want %d", got.Len(), len(want))
 	}
 }
+
+// TestRingImage: a ring's image makes a ring with the same output at the
+// same offsets, and more written after goes on from there.
+func TestRingImage(t *testing.T) {
+	r := newRing(16, 0)
+	r.write("stdout", []byte("0123456789"))
+	r.write("stderr", []byte("abcdefghij"))
+	b, err := r.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := unmarshalRing(b, 16, 0)
+	if back == nil {
+		t.Fatalf("no ring from %s", b)
+	}
+	back.write("stdout", []byte("XY"))
+	out, next, dropped, _, _ := back.read(0)
+	var got string
+	for _, c := range out {
+		got += c.stream[3:4] + ":" + string(c.data) + " "
+	}
+	if next != 22 || dropped != 6 || got != "o:6789 e:abcdefghij o:XY " {
+		t.Errorf("read %q next %d dropped %d, want o:6789 e:abcdefghij o:XY, 22, 6", got, next, dropped)
+	}
+	if unmarshalRing([]byte("not json"), 16, 0) != nil {
+		t.Error("a ring from what is not an image")
+	}
+}

@@ -46,7 +46,8 @@ func (r *Layer) prepareForks(ctx context.Context, s *liveSession, n int, held bo
 		return nil, "", fmt.Errorf("reading session %s: %w", s.id, err)
 	}
 	img = r.checkpointDir(s.id)
-	if s.labels[reaper.LabelSessionCheckpointed] == "" {
+	live := s.labels[reaper.LabelSessionCheckpointed] == ""
+	if live {
 		task, err := s.loadTask(ctx)
 		if err != nil {
 			return nil, "", err
@@ -90,6 +91,10 @@ func (r *Layer) prepareForks(ctx context.Context, s *liveSession, n int, held bo
 		if err := keeper.CopyNotes(s.runDir, sb.RunDir); err != nil {
 			return forks, img, fmt.Errorf("copying session %s's processes: %w", s.id, err)
 		}
+	}
+	if live {
+		// Its own keeper goes on holding what it saved for the forks.
+		keeper.DropSavedOutputs(s.runDir)
 	}
 	return forks, img, nil
 }

@@ -90,6 +90,10 @@ func (r *Layer) checkpointTask(ctx context.Context, id, dir string, exit bool) e
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	// Its processes' output so far, for the keepers after the restore.
+	if err := r.SaveOutputs(ctx, filepath.Join(r.RunsDir, id)); err != nil {
+		log.G(ctx).WithError(err).Warnf("session %s: keeping its processes' output", id)
+	}
 	opts, err := typeurl.MarshalAnyToProto(&runcoptions.CheckpointOptions{ImagePath: dir, Exit: exit})
 	if err != nil {
 		return err
