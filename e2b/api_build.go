@@ -32,6 +32,7 @@ func (s *Server) buildRoutes(mux *http.ServeMux) {
 		"GET /templates/{id}/files/{hash}":            s.handleFileLink,
 		"POST /v2/templates/{id}/builds/{buildID}":    s.handleStartBuild,
 		"GET /templates/{id}/builds/{buildID}/status": s.handleBuildStatus,
+		"DELETE /templates/{id}":                      s.handleDeleteTemplate,
 	} {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if !s.tmpl.Enabled() {
@@ -180,4 +181,15 @@ func logWire(e templates.LogEntry) map[string]any {
 		m["step"] = e.Step
 	}
 	return m
+}
+
+// handleDeleteTemplate deletes the caller's template and its image (the
+// CLI's 'template delete'); another key's is not found.
+func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.tmpl.Delete(r.Context(), callerOf(r), id); err != nil {
+		s.answerError(w, id, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -23,6 +23,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -35,6 +36,7 @@ import (
 	"github.com/boxer-dev/boxer/e2b/templates"
 	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
+	"github.com/boxer-dev/boxer/snapshots"
 )
 
 // The ports E2B's SDKs call inside a sandbox.
@@ -209,6 +211,7 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		Build: cfg.Build, AllowHosts: cfg.BuildAllowHosts, Dir: cfg.BuildDir, MaxUpload: cfg.MaxUpload,
 		MaxCPUs: cfg.Max.CPUs, MaxMemoryBytes: cfg.Max.MemoryBytes,
 		Reserved: isPreset, Preset: presetImage, Warn: func(err error) { s.cfg.Warn(err) },
+		Remove: s.removeImage,
 	})
 	if err != nil {
 		return nil, err
@@ -241,6 +244,19 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// removeImage removes a deleted template's image, as 'boxer image rm'
+// does: refused while a sandbox runs in it.
+func (s *Server) removeImage(ctx context.Context, image string) error {
+	err := snapshots.Remove(ctx, s.runner.Client(), image)
+	switch {
+	case errors.Is(err, snapshots.ErrImageInUse):
+		return fmt.Errorf("%w (%v)", templates.ErrImageInUse, err)
+	case errors.Is(err, snapshots.ErrImageNotFound):
+		return nil
+	}
+	return err
 }
 
 // persist keeps sb's record, with its code contexts, for the next server.

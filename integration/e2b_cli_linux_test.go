@@ -158,8 +158,9 @@ func TestE2BCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &tmpls); err != nil || len(tmpls) == 0 {
 		t.Errorf("template list --format json: %v %q %s", err, r.stdout, r.stderr)
 	}
+	// The server's own templates are no key's to delete.
+	cli("template", "delete", "--yes", "base").want(t, "template delete", 1, "[404]", `template "base" not found`)
 	// What boxer does not do: its 501, naming the feature.
-	cli("template", "delete", "--yes", "base").want(t, "template delete", 1, "[501]", "templates is not supported by boxer")
 	cli("sandbox", "snapshot", "create", id).want(t, "sandbox snapshot create", 1, "501", "snapshots is not supported by boxer")
 	cli("sandbox", "snapshot", "list").want(t, "sandbox snapshot list", 1, "501", "snapshots is not supported by boxer")
 

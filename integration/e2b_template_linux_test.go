@@ -60,6 +60,16 @@ console.log('links', l.stdout.trim().split('\n').join(' '))
 await sbx.kill()
 `
 
+// e2bDelete deletes template tmpl-TOK and says what it finds after.
+const e2bDelete = `
+import { Template } from 'e2b'
+const del = async (name) => (await fetch(process.env.E2B_API_URL + '/templates/' + name, { method: 'DELETE', headers: { 'X-API-KEY': process.env.E2B_API_KEY } })).status
+console.log('delete', await del('tmpl-' + process.env.TOK))
+console.log('exists after', await Template.exists('tmpl-' + process.env.TOK))
+console.log('delete again', await del('tmpl-' + process.env.TOK))
+console.log('delete base', await del('base'))
+`
+
 // e2bOtherKey looks for another key's template.
 const e2bOtherKey = `
 import { Template, Sandbox } from 'e2b'
@@ -80,7 +90,8 @@ console.log('list', res.status, (await res.text()).includes('tmpl-' + process.en
 // setStartCmd with a ready check); Sandbox.create of its alias runs in it
 // with the package, the file, the variables and the started server. A
 // failing step reaches the SDK as BuildError with the step's output, and
-// leaves nothing behind. Another key neither sees nor uses the template.
+// leaves nothing behind. Another key neither sees, uses nor deletes the
+// template; its own key deletes it, and its image goes with it.
 func TestE2BTemplateBuild(t *testing.T) {
 	n := internet(t)
 	e := startE2B(t, "--e2b-build-allow-host", fakenet.PyPIName)
@@ -130,6 +141,25 @@ func TestE2BTemplateBuild(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("another key: missing %q in\n%s", want, out)
 		}
+	}
+	// Deleted: by another key, not found; by its own, gone, its image
+	// with it; the server's own templates are no key's.
+	out = e.node(t, e.keys[1], e2bDelete, "TOK="+tok, "E2B_API_URL="+e.api)
+	if !strings.Contains(out, "delete 404") || !strings.Contains(out, "exists after false") {
+		t.Errorf("another key's delete:\n%s", out)
+	}
+	images := boxer(t, nil, "image", "ls").stdout
+	if !strings.Contains(images, "boxer/e2b-tpl") {
+		t.Errorf("no template image before the delete:\n%s", images)
+	}
+	out = e.node(t, e.keys[0], e2bDelete, "TOK="+tok, "E2B_API_URL="+e.api)
+	for _, want := range []string{"delete 204", "exists after false", "delete again 404", "delete base 404"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("delete: missing %q in\n%s", want, out)
+		}
+	}
+	if images := boxer(t, nil, "image", "ls").stdout; strings.Contains(images, "boxer/e2b-tpl") {
+		t.Errorf("the deleted template's image is left:\n%s", images)
 	}
 	// The failed build's sandbox, snapshot, mounts and lease went with
 	// it; the good one's and the sandbox's with the server.

@@ -272,11 +272,11 @@ func Remove(ctx context.Context, client *containerd.Client, ref string) error {
 		}
 	}
 	if users > 0 {
-		return fmt.Errorf("image %s is in use by %d running sandbox(es): try again when they end", ref, users)
+		return &inUseError{fmt.Sprintf("image %s is in use by %d running sandbox(es): try again when they end", ref, users)}
 	}
 	if err := client.SnapshotService(Snapshotter).Remove(ctx, viewKey(img)); err != nil && !errdefs.IsNotFound(err) {
 		if errdefs.IsFailedPrecondition(err) {
-			return fmt.Errorf("image %s is in use by a running sandbox: try again when it ends", ref)
+			return &inUseError{fmt.Sprintf("image %s is in use by a running sandbox: try again when it ends", ref)}
 		}
 		return fmt.Errorf("removing view of %s: %w", ref, err)
 	}

@@ -35,6 +35,16 @@ const (
 // ErrImageNotFound is returned when a reference names no image in containerd.
 var ErrImageNotFound = errors.New("image not found")
 
+// ErrImageInUse is what Remove answers for the last name of an image a
+// running sandbox's root is.
+var ErrImageInUse = errors.New("image in use by a running sandbox")
+
+// inUseError is an ErrImageInUse saying which and how many.
+type inUseError struct{ msg string }
+
+func (e *inUseError) Error() string        { return e.msg }
+func (e *inUseError) Is(target error) bool { return target == ErrImageInUse }
+
 // Normalize turns a short build name into the image reference boxer stores:
 // "python" becomes "boxer/python"; a name with a slash stays as it is.
 func Normalize(name string) string {

@@ -73,6 +73,9 @@ type Config struct {
 	Reserved func(name string) bool
 	// Preset is the image of one of the server's own templates.
 	Preset func(name string) (image string, ok bool)
+	// Remove removes a template's image when it is deleted (ErrImageInUse
+	// while a sandbox runs in it); nil: images are left.
+	Remove func(ctx context.Context, image string) error
 	// Warn gets what goes wrong beside a call (the templates not kept
 	// for the next server); nil: nothing is told.
 	Warn func(error)
