@@ -47,16 +47,9 @@ func benchE2B(n int, boxerBin, address string) ([]row, error) {
 	defer s.stop()
 
 	progress("E2B SDK cycle: %d", n)
-	cmd := exec.Command("node", "--input-type=module", "-e", e2bCycleScript)
-	cmd.Env = append(env, "N="+fmt.Sprint(n))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("E2B SDK cycle: %v: %s", err, lastLine(errb.String()))
-	}
 	var ms []float64
-	if err := json.Unmarshal(out.Bytes(), &ms); err != nil {
-		return nil, fmt.Errorf("E2B SDK cycle printed %q: %v", out.String(), err)
+	if err := nodeJSON("E2B SDK cycle", e2bCycleScript, append(env, "N="+fmt.Sprint(n)), &ms); err != nil {
+		return nil, err
 	}
 	var sdk []time.Duration
 	for _, m := range ms {
@@ -145,3 +138,19 @@ const (
 	e2bSDKRow = "E2B SDK: create + commands.run `python3 -c 'print(1)'` + kill (runc)"
 	e2bAPIRow = "boxer HTTP API: session + exec `python3 -c 'print(1)'` + delete (runc)"
 )
+
+// nodeJSON runs script (an ES module) with env and decodes the JSON it
+// prints into out; what names it in errors.
+func nodeJSON(what, script string, env []string, out any) error {
+	cmd := exec.Command("node", "--input-type=module", "-e", script)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %v: %s", what, err, lastLine(stderr.String()))
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
+		return fmt.Errorf("%s printed %q: %v", what, stdout.String(), err)
+	}
+	return nil
+}

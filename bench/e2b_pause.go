@@ -7,10 +7,7 @@ package main
 // state (issue 45).
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"time"
 )
 
@@ -68,16 +65,9 @@ func benchE2BPause(n int, boxerBin, address string) ([]row, error) {
 	}
 	defer s.stop()
 	progress("E2B pause to disk, connect, fork and cold create of a 100 MB DataFrame (runsc): %d each", n)
-	cmd := exec.Command("node", "--input-type=module", "-e", e2bPauseScript)
-	cmd.Env = append(env, "N="+fmt.Sprint(n))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("E2B pause: %v: %s", err, lastLine(errb.String()))
-	}
 	var ms map[string][]float64
-	if err := json.Unmarshal(out.Bytes(), &ms); err != nil {
-		return nil, fmt.Errorf("E2B pause printed %q: %v", out.String(), err)
+	if err := nodeJSON("E2B pause", e2bPauseScript, append(env, "N="+fmt.Sprint(n)), &ms); err != nil {
+		return nil, err
 	}
 	return []row{
 		{name: e2bPauseRow, times: msTimes(ms["pause"])},

@@ -235,22 +235,7 @@ func TestProcServerCheckpoint(t *testing.T) {
 		waitOutput(t, s, "srv", "listening")
 		waitOutput(t, s, "srv", "served")
 	}
-	answers(id)
-	if r := boxer(t, nil, "session", "checkpoint", id); r.code != 0 {
-		t.Fatalf("checkpoint with a process running: %d %s", r.code, r.stderr)
-	}
-	if r := boxer(t, nil, "session", "resume", id); r.code != 0 {
-		t.Fatalf("resume: %d %s", r.code, r.stderr)
-	}
-	answers(id)
-	r := boxer(t, nil, "session", "fork", id, "-n", "2")
-	forks := strings.Fields(r.stdout)
-	if r.code != 0 || len(forks) != 2 {
-		t.Fatalf("fork -n 2: %d %q %s", r.code, r.stdout, r.stderr)
-	}
-	for _, f := range forks {
-		answers(f)
-	}
+	forks := checkpointAndFork(t, id, answers)
 	answers(id)
 	if r := boxer(t, nil, append([]string{"session", "rm", id}, forks...)...); r.code != 0 {
 		t.Errorf("rm: %d %s", r.code, r.stderr)
@@ -311,6 +296,22 @@ func TestProcServerPython(t *testing.T) {
 			t.Errorf("no server running in %s", s)
 		}
 	}
+	forks := checkpointAndFork(t, id, answers)
+	if res, r := sessionCall(t, forks[0], "import os; os._exit(3)"); res.SessionEnded != "interpreter_exited" {
+		t.Errorf("an interpreter that exits: %d %+v %q", r.code, res, r.stderr)
+	}
+	answers(id)
+	if r := boxer(t, nil, append([]string{"session", "rm", id}, forks[1:]...)...); r.code != 0 {
+		t.Errorf("rm: %d %s", r.code, r.stderr)
+	}
+	assertClean(t)
+}
+
+// checkpointAndFork checks session id with answers, then checkpoints and
+// resumes it and checks it again, then forks it twice and checks each
+// fork; it returns the forks.
+func checkpointAndFork(t *testing.T, id string, answers func(string)) []string {
+	t.Helper()
 	answers(id)
 	if r := boxer(t, nil, "session", "checkpoint", id); r.code != 0 {
 		t.Fatalf("checkpoint with a process running: %d %s", r.code, r.stderr)
@@ -327,12 +328,5 @@ func TestProcServerPython(t *testing.T) {
 	for _, f := range forks {
 		answers(f)
 	}
-	if res, r := sessionCall(t, forks[0], "import os; os._exit(3)"); res.SessionEnded != "interpreter_exited" {
-		t.Errorf("an interpreter that exits: %d %+v %q", r.code, res, r.stderr)
-	}
-	answers(id)
-	if r := boxer(t, nil, append([]string{"session", "rm", id}, forks[1:]...)...); r.code != 0 {
-		t.Errorf("rm: %d %s", r.code, r.stderr)
-	}
-	assertClean(t)
+	return forks
 }
