@@ -39,8 +39,23 @@ func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*Client, erro
 	if err != nil {
 		return nil, err
 	}
-	return r.keeperAt(ctx, runDir, id)
+	kc, err := r.keeperAt(ctx, runDir, id)
+	if errors.Is(err, errKeeperExited) {
+		// Mostly a session that is ending: its keeper exits with its
+		// sandbox's first program, and gVisor's task is seen stopped a
+		// moment after. Its end says why better.
+		for deadline := time.Now().Add(keeperRival); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if _, lerr := r.sessions.RunDir(ctx, id, caller); lerr != nil {
+				return nil, lerr
+			}
+		}
+	}
+	return kc, err
 }
+
+// errKeeperExited: a keeper started for a session exited, and none holds
+// it.
+var errKeeperExited = errors.New("the session's keeper exited")
 
 // keeperAt is keeperFor of session id in runDir, whose caller owns it.
 func (r *Layer) keeperAt(ctx context.Context, runDir, id string) (*Client, error) {
@@ -61,11 +76,11 @@ func (r *Layer) keeperAt(ctx context.Context, runDir, id string) (*Client, error
 			// with the session, still starting): it answers soon. With
 			// no keeper holding the lock, this one failed.
 			if !keeperLocked(runDir) && !kc.Alive(ctx) {
-				return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(runDir, keeperLog)))
+				return nil, keeperExited(runDir)
 			}
 			exited, gone = nil, time.After(keeperRival)
 		case <-gone:
-			return nil, fmt.Errorf("the session's keeper exited: %s", lastLine(filepath.Join(runDir, keeperLog)))
+			return nil, keeperExited(runDir)
 		case <-deadline:
 			return nil, errors.New("the session's keeper did not answer in 10s")
 		case <-ctx.Done():
@@ -147,6 +162,14 @@ func keeperLocked(runDir string) bool {
 	}
 	defer f.Close()
 	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+}
+
+// keeperExited is errKeeperExited with the last line its log has.
+func keeperExited(runDir string) error {
+	if line := lastLine(filepath.Join(runDir, keeperLog)); line != "" {
+		return fmt.Errorf("%w: %s", errKeeperExited, line)
+	}
+	return fmt.Errorf("%w, saying nothing", errKeeperExited)
 }
 
 func lastLine(file string) string {

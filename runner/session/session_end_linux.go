@@ -244,6 +244,28 @@ func (r *Layer) checkAlive(ctx context.Context, s *liveSession) string {
 	return reason
 }
 
+// endWait is how long a call that could not reach its session's keeper
+// waits for the session's end to show: a keeper exits with its sandbox's
+// first program, and gVisor's task is seen stopped a moment after.
+const endWait = 3 * time.Second
+
+// endingNow is why session s ended, when a call could not reach its keeper
+// because it is ending; "" when it still lives after endWait (the call's
+// own error says what went wrong).
+func (r *Layer) endingNow(ctx context.Context, s *liveSession) string {
+	deadline := time.Now().Add(endWait)
+	for {
+		if reason := r.checkAlive(ctx, s); reason != "" || time.Now().After(deadline) {
+			return reason
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 // driverEnded says whether session s's keeper saw its interpreter, one of
 // its process server's, end (keeper.DriverEnded).
 func (s *liveSession) driverEnded() bool {

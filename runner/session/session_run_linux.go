@@ -36,6 +36,9 @@ func (r *Layer) wireCall(ctx context.Context, s *liveSession, n int, name string
 		end.wireEnded = true
 		return end, nil // checkAlive says why
 	} else if err != nil {
+		if end.sessionEnded = r.endingNow(ctx, s); end.sessionEnded != "" {
+			return end, nil
+		}
 		return end, err
 	}
 	defer w.Close()
@@ -61,6 +64,9 @@ func (r *Layer) servedCall(ctx context.Context, s *liveSession, n int, p contrac
 	end.ended, end.noStatus = end.started, true
 	w, err := r.DialCall(ctx, s.runDir, s.id, n, append(slices.Clone(p.Command), path.Join("/code", name)))
 	if err != nil {
+		if end.sessionEnded = r.endingNow(ctx, s); end.sessionEnded != "" {
+			return end, nil
+		}
 		return end, &box.RuntimeError{Step: "starting call", Err: err}
 	}
 	defer w.Close()
@@ -186,6 +192,9 @@ func (r *Layer) execCall(ctx context.Context, s *liveSession, n int, p contract.
 	execID := "call-" + strconv.Itoa(n)
 	process, err := task.Exec(opCtx, execID, &proc, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr), cio.WithFIFODir(s.runDir)))
 	if err != nil {
+		if end.sessionEnded = r.endingNow(ctx, s); end.sessionEnded != "" {
+			return end, nil
+		}
 		return end, &box.RuntimeError{Step: "starting call", Err: err}
 	}
 	defer func() {
