@@ -148,7 +148,7 @@ build:
 
 # kube builds what the real-cluster fleet test (make test-cluster) runs, each
 # into a directory of $(KUBE_CACHE) named by its version, with a stamp file
-# written last: a second 'make kube' checks five stamps and does nothing.
+# written last: a second 'make kube' checks seven stamps and does nothing.
 # Kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubelet, kube-proxy, kubectl, and the pod sandboxes' pause from its
 # pause.c, against musl) from the Go module proxy through the wrapper
@@ -156,23 +156,31 @@ build:
 # k8s.io/kubernetes and replaces its staging modules (k8s.io/api, ...),
 # which the module's zip lacks, by their published v0.$(KUBE_MINOR); CoreDNS
 # through deploy/kubernetes/cluster/build/coredns, trimmed to the plugins a
-# cluster's DNS uses. Both modules pin every version in their go.sum. etcd
-# and the CNI plugins (bridge, host-local, loopback) from Debian, and nft
-# with its libraries (kube-proxy's nftables mode runs it), unpacked with
+# cluster's DNS uses; kube-router, the NetworkPolicy enforcer (its firewall
+# only: the security advisories on v2.1.0, the one version the proxy serves,
+# are in its service proxy, which the cluster does not run), through
+# deploy/kubernetes/cluster/build/kube-router. The modules pin every version
+# in their go.sum. etcd and the CNI plugins (bridge, host-local, loopback)
+# from Debian, nft with its libraries (kube-proxy's nftables mode runs it),
+# and iptables and ipset with theirs (kube-router runs them), unpacked with
 # dpkg-deb -x, not installed: no service is enabled or started. About
-# 7 minutes of two free cores with an empty Go cache; 0.5 GB of binaries.
+# 8 minutes of two free cores with an empty Go cache; 0.6 GB of binaries.
 KUBE_VERSION    := v1.35.4
 KUBE_MINOR      := 35.4
 COREDNS_VERSION := v1.14.7
 ETCD_DEB        := 3.4.23
 CNI_DEB         := 1.1.1
 NFT_DEB         := 1.0.6
+IPT_DEB         := 1.8.9
+KUBEROUTER_VERSION := v2.1.0
 KUBE_CACHE      := /usr/local/lib/boxer/kube
 KUBE_BIN        := $(KUBE_CACHE)/kubernetes-$(KUBE_VERSION)
 COREDNS_BIN     := $(KUBE_CACHE)/coredns-$(COREDNS_VERSION)
 ETCD_DIR        := $(KUBE_CACHE)/etcd-$(ETCD_DEB)
 CNI_DIR         := $(KUBE_CACHE)/cni-$(CNI_DEB)
 NFT_DIR         := $(KUBE_CACHE)/nftables-$(NFT_DEB)
+IPT_DIR         := $(KUBE_CACHE)/iptables-$(IPT_DEB)
+KUBEROUTER_BIN  := $(KUBE_CACHE)/kube-router-$(KUBEROUTER_VERSION)
 KUBE_LDFLAGS    := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(word 1,$(subst ., ,$(KUBE_MINOR))) -X $(p).gitTreeState=clean)
 kube:
@@ -199,8 +207,15 @@ kube:
 		grep -q "github.com/coredns/coredns $(COREDNS_VERSION)$$" go.mod && \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(COREDNS_BIN)/coredns . && \
 		echo $(COREDNS_VERSION) > $(COREDNS_BIN)/.done; }
+	@[ -e $(KUBEROUTER_BIN)/.done ] || { \
+		echo "==> building kube-router $(KUBEROUTER_VERSION) into $(KUBEROUTER_BIN) (about a minute)"; \
+		rm -rf $(KUBEROUTER_BIN) && mkdir -p $(KUBEROUTER_BIN) && cd deploy/kubernetes/cluster/build/kube-router && \
+		grep -q "github.com/cloudnativelabs/kube-router/v2 $(KUBEROUTER_VERSION)" go.mod && \
+		GOBIN=$(KUBEROUTER_BIN) CGO_ENABLED=0 $(GO) install -trimpath -ldflags "-s -w" tool && \
+		echo $(KUBEROUTER_VERSION) > $(KUBEROUTER_BIN)/.done; }
 	@for p in etcd-server:$(ETCD_DEB):$(ETCD_DIR) containernetworking-plugins:$(CNI_DEB):$(CNI_DIR) \
-		nftables+libnftables1+libnftnl11:$(NFT_DEB):$(NFT_DIR); do \
+		nftables+libnftables1+libnftnl11:$(NFT_DEB):$(NFT_DIR) \
+		iptables+ipset+libipset13+libip4tc2+libip6tc2+libxtables12+libnetfilter-conntrack3+libnfnetlink0+libnftnl11:$(IPT_DEB):$(IPT_DIR); do \
 		pkgs=$${p%%:*}; pkg=$${pkgs%%+*}; rest=$${p#*:}; ver=$${rest%%:*}; dir=$${rest#*:}; \
 		[ -e $$dir/.done ] && continue; \
 		echo "==> unpacking Debian's $$(echo $$pkgs | tr + ' ') into $$dir"; \
@@ -221,6 +236,7 @@ kube:
 # After 'make deps': the nodes run its containerd, runc and runsc.
 test-cluster: kube
 	KUBE_BIN=$(KUBE_BIN) COREDNS_BIN=$(COREDNS_BIN) ETCD_DIR=$(ETCD_DIR) CNI_DIR=$(CNI_DIR) NFT_DIR=$(NFT_DIR) \
+		IPT_DIR=$(IPT_DIR) KUBEROUTER_BIN=$(KUBEROUTER_BIN) \
 		LIBEXEC=$(LIBEXEC) deploy/kubernetes/cluster/cluster.sh test
 
 install: build

@@ -21,6 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 
 : "${KUBE_BIN:?run through make (make test-cluster)}" "${COREDNS_BIN:?}" "${ETCD_DIR:?}" "${CNI_DIR:?}" "${NFT_DIR:?}"
+: "${KUBEROUTER_BIN:?}" "${IPT_DIR:?}"
 LIBEXEC=${LIBEXEC:-/usr/local/lib/boxer/bin}
 W=${BOXER_CLUSTER_DIR:-/var/tmp/boxer-cluster}
 NODES="n1 n2"
@@ -148,10 +149,11 @@ pki() {
 	cert kcm /CN=system:kube-controller-manager
 	cert scheduler /CN=system:kube-scheduler
 	cert proxy /CN=system:kube-proxy
+	cert router /CN=boxer-cluster:kube-router
 	for n in $NODES; do cert "node-$n" "/O=system:nodes/CN=system:node:$n"; done
 	openssl genrsa -out sa.key 2048 2>/dev/null
 	openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-	for c in admin kcm scheduler proxy node-n1 node-n2; do
+	for c in admin kcm scheduler proxy router node-n1 node-n2; do
 		cat >"$c.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -179,6 +181,20 @@ node_files() {
 LD_LIBRARY_PATH=$NFT_DIR/usr/lib/x86_64-linux-gnu exec $NFT_DIR/usr/sbin/nft "\$@"
 EOF
 	chmod +x "$nd/bin/nft"
+	# kube-router's firewall runs iptables (nf_tables, in the node's own
+	# network namespace) and ipset: Debian's, with their libraries.
+	local t
+	for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+		cat >"$nd/bin/$t" <<EOF
+#!/bin/sh
+LD_LIBRARY_PATH=$IPT_DIR/usr/lib/x86_64-linux-gnu XTABLES_LIBDIR=$IPT_DIR/usr/lib/x86_64-linux-gnu/xtables exec $IPT_DIR/usr/sbin/xtables-nft-multi $t "\$@"
+EOF
+	done
+	cat >"$nd/bin/ipset" <<EOF
+#!/bin/sh
+LD_LIBRARY_PATH=$IPT_DIR/usr/lib/x86_64-linux-gnu exec $IPT_DIR/usr/sbin/ipset "\$@"
+EOF
+	chmod +x "$nd"/bin/ip*
 	cat >"$nd/containerd.toml" <<EOF
 version = 3
 root = "/var/lib/containerd"
@@ -240,9 +256,13 @@ healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 # The conntrack table's size and timeouts are the host's: left as they are.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-# No br_netfilter: a pod reaching a Service whose endpoint is on its own
-# bridge gets its answer through the node only when masqueraded.
-nftables: {masqueradeAll: true}
+# Not masqueradeAll: a pod's Service traffic keeps its address, which is
+# what a NetworkPolicy selects on (the node's own traffic to a Service is
+# still masqueraded: it comes from outside clusterCIDR). The answer of an
+# endpoint on the caller's own bridge is un-NATed there too: the bridge's
+# traffic passes netfilter (br_netfilter, bridge-nf-call-iptables, on by
+# default in a new network namespace).
+nftables: {masqueradeAll: false}
 EOF
 }
 
@@ -347,6 +367,7 @@ up() {
 W=$W
 LIBEXEC=$LIBEXEC
 KUBE_BIN=$KUBE_BIN
+KUBEROUTER_BIN=$KUBEROUTER_BIN
 ETCD_DIR=$ETCD_DIR
 N1_IP=$N1_IP
 N2_IP=$N2_IP
@@ -360,6 +381,8 @@ EOF
 	for n in $NODES; do start_node "$n"; done
 	wait_for 180 "the API server" kubectl_ get --raw=/readyz
 	say "control plane up in $((SECONDS - t0))s"
+	# What kube-router may read (node.sh starts it on each node).
+	wait_for 60 "kube-router's role" kubectl_ apply -f "$here/kube-router.yaml"
 	images
 	say "images imported in $((SECONDS - t0))s"
 	for n in $NODES; do wait_for 300 "node $n Ready" kubectl_ wait --for=condition=Ready "node/$n" --timeout=1s; done

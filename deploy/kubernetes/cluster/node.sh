@@ -3,9 +3,10 @@
 # it as 'ip netns exec NS unshare --mount --pid --fork --cgroup --uts
 # --mount-proc'): it gives the node its own /run, /var/lib, /var/log, /tmp
 # and cgroup tree, keeps the kubelet's kernel settings off the host, then
-# runs containerd, the control plane (on n1) and the kubelet and kube-proxy,
-# and waits. The node ends when cluster.sh kills this process (PID 1 of the
-# node's PID namespace: the kernel ends every other one with it).
+# runs containerd, the control plane (on n1), the kubelet, kube-proxy and
+# kube-router (NetworkPolicy), and waits. The node ends when cluster.sh
+# kills this process (PID 1 of the node's PID namespace: the kernel ends
+# every other one with it).
 set -euo pipefail
 node=$1
 . "$2/cluster.env"
@@ -103,6 +104,19 @@ fi
 	--hostname-override="$node" --node-ip="$ip" --node-labels="$(node_labels "$node")" \
 	>"$log/kubelet.log" 2>&1 &
 "$KUBE_BIN/kube-proxy" --config="$nd/kube-proxy.yaml" >"$log/kube-proxy.log" 2>&1 &
+# NetworkPolicy, which the bridge CNI ignores: kube-router as a firewall
+# only (no routing, no service proxy), with its own read-only identity
+# (kube-router.yaml). It exits while its Node is not registered yet:
+# started again until it runs.
+(
+	while :; do
+		"$KUBEROUTER_BIN/kube-router" --kubeconfig="$W/pki/router.kubeconfig" --hostname-override="$node" \
+			--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+			--service-cluster-ip-range="$SERVICE_CIDR" --health-port=0 --metrics-port=0 >>"$log/kube-router.log" 2>&1 || true
+		echo "node $node: kube-router exited, started again in 2s" >>"$log/kube-router.log"
+		sleep 2
+	done
+) &
 
 # The kubelet has set its sysctls once it has made its QoS cgroups, which
 # it does after them: then the files bound over them go.
