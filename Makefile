@@ -234,7 +234,7 @@ kube:
 # through the Services (deploy/kubernetes/cluster/cluster_test.go) and
 # removes the cluster, pass or fail (docs/fleet.md: Tested on a real cluster).
 # After 'make deps': the nodes run its containerd, runc and runsc.
-test-cluster: kube
+test-cluster: kube test-deps
 	KUBE_BIN=$(KUBE_BIN) COREDNS_BIN=$(COREDNS_BIN) ETCD_DIR=$(ETCD_DIR) CNI_DIR=$(CNI_DIR) NFT_DIR=$(NFT_DIR) \
 		IPT_DIR=$(IPT_DIR) KUBEROUTER_BIN=$(KUBEROUTER_BIN) \
 		LIBEXEC=$(LIBEXEC) deploy/kubernetes/cluster/cluster.sh test

@@ -394,9 +394,10 @@ EOF
 	kubectl_ apply -f "$here/coredns.yaml" >/dev/null
 	kubectl_ create namespace boxer --dry-run=client -o yaml | kubectl_ apply -f - >/dev/null
 	kubectl_ -n boxer create secret generic boxer-token \
-		--from-literal=token="$(openssl rand -hex 32)" --from-literal=fleet-key="$(openssl rand -hex 32)" >/dev/null
+		--from-literal=token="$(openssl rand -hex 32)" --from-literal=fleet-key="$(openssl rand -hex 32)" \
+		--from-literal=e2b-keys="e2b_$(openssl rand -hex 20)" >/dev/null
 	mkdir -p "$W/kustomize/base"
-	cp "$here"/../*.yaml "$W/kustomize/base/" && cp -r "$here/overlay" "$W/kustomize/"
+	cp "$here"/../*.yaml "$W/kustomize/base/" && cp -r "$here/overlay" "$here/../e2b" "$W/kustomize/"
 	kubectl_ apply -k "$W/kustomize/overlay" >/dev/null
 	wait_for 300 "CoreDNS Ready" kubectl_ -n kube-system rollout status deploy/coredns --timeout=1s
 	wait_for 600 "boxer's pods Ready" kubectl_ -n boxer rollout status ds/boxer --timeout=1s
