@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -158,13 +159,19 @@ func LinkHelper(bin, codeDir, name string) error {
 	return nil
 }
 
-// RunscBinary finds runsc: boxer's libexec directory, then PATH.
+// RunscBinary finds runsc: boxer's libexec directory, then PATH. Without
+// it, the error says what to do where boxer runs: in a Kubernetes pod (the
+// kubelet sets KUBERNETES_SERVICE_HOST in every container), send the
+// request to the gVisor pool; on a host, build it.
 func RunscBinary() (string, error) {
 	p, err := daemon.RuntimeBinary("runsc")
-	if err != nil {
-		return "", fmt.Errorf("runtime runsc: this host has no runsc (gVisor): on a host, run 'make deps' (builds it into %s); in a Kubernetes fleet, send runtime runsc to the gVisor pool's Service (boxer-runsc, docs/fleet.md)", daemon.LibexecDir)
+	if err == nil {
+		return p, nil
 	}
-	return p, nil
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return "", errors.New("runtime runsc: this pod's node has no runsc (gVisor): send requests for runsc to the gVisor pool's Service, boxer-runsc, whose nodes are labelled boxer.dev/runsc=true (docs/fleet.md)")
+	}
+	return "", fmt.Errorf("runtime runsc: this host has no runsc (gVisor): run 'make deps' (builds it into %s)", daemon.LibexecDir)
 }
 
 // RunscWrapper writes the script the shim runs as its "runc" binary: one

@@ -161,6 +161,11 @@ func TestClusterRuns(t *testing.T) {
 	if got := f.run(t, f.runsc, "/v1/runs", map[string]any{"lang": "python", "code": kernel}); got == host || got == "" {
 		t.Errorf("a run through the Service boxer-runsc says kernel %q, want gVisor's, not the host's %q", got, host)
 	}
+	// The runc pool has no runsc: the refusal says where to send it.
+	code, body := f.call(t, f.runc, "POST", "/v1/runs", `{"lang":"python","code":"print(1)","runtime":"runsc"}`)
+	if code < 400 || !strings.Contains(body, "boxer-runsc") || strings.Contains(body, "make deps") {
+		t.Errorf("a runsc run through the Service boxer (the runc pool): %d %s, want it refused naming the Service boxer-runsc", code, body)
+	}
 }
 
 // TestClusterSessionAcrossNodes makes a session through one node, uses it
