@@ -22,8 +22,10 @@ import (
 // execution count of its own; the default context is the session's own
 // namespace, the one plain session calls share. A bash context is a bash
 // of its own that the interpreter starts (runner.CellBash), as E2B's
-// template runs Jupyter's bash kernel; a bash cell with no context runs in
-// the sandbox's default bash context, made on first use.
+// template runs Jupyter's bash kernel, and a javascript or typescript
+// context a node of its own (runner.CellJavaScript, CellTypeScript), as
+// its javascript kernel; a cell of one of these with no context runs in
+// the sandbox's default context of its language, made on first use.
 const (
 	// interpCellTimeout bounds a cell when the operator sets no maximum:
 	// E2B's cells have no timeout of the server's, only the client's,
@@ -383,8 +385,12 @@ func checkLanguage(lang string) (string, error) {
 		return runner.CellPython, nil
 	case runner.CellBash:
 		return runner.CellBash, nil
+	case "js", runner.CellJavaScript:
+		return runner.CellJavaScript, nil
+	case "ts", runner.CellTypeScript:
+		return runner.CellTypeScript, nil
 	}
-	return "", fmt.Errorf("language %q is not available: boxer's code interpreter runs python and bash (leave language out for python)", lang)
+	return "", fmt.Errorf("language %q is not available: boxer's code interpreter runs python, bash, javascript (js) and typescript (ts); leave language out for python", lang)
 }
 
 // checkEnv refuses variables the interpreter cannot set.
