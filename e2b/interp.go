@@ -35,6 +35,9 @@ const (
 	interpOpTimeout = 30 * time.Second
 	// defaultCwd is where E2B's contexts start.
 	defaultCwd = "/home/user"
+	// nodePreset is the preset whose image has node (the code
+	// interpreter's javascript and typescript contexts).
+	nodePreset = "python-data"
 )
 
 // codeContext is E2B's Context, as kept in the sandbox's record.
@@ -92,6 +95,11 @@ func (s *Server) contextsOf(sb *sandbox) ([]codeContext, bool) {
 		}
 	}
 	list := []codeContext{{ID: newUUID(), Language: runner.CellPython, Cwd: defaultCwd}}
+	if sb.Lang == nodePreset && sb.Image == "" {
+		// As E2B's server starts its default javascript context with
+		// python's: listed now, its node started at its first cell.
+		list = append(list, codeContext{ID: newUUID(), Language: runner.CellJavaScript, Cwd: defaultCwd, Default: true})
+	}
 	in.bySandbox[sb.ID] = list
 	return list, true
 }
