@@ -48,7 +48,8 @@ func TestE2BInterpJS(t *testing.T) {
 				`timeout TimeoutError true`,
 				`after timeout [ 41, 1 ] true`,
 				`restarted undefined 1`,
-				`no node SandboxError true`,
+				`no node SandboxError 400 Bad Request`,
+				`no node body 400 creating a typescript context in /home/user: node is not installed in this sandbox: its template has no node`,
 			}
 			if got := strings.Join(out, "\n"); got != strings.Join(want, "\n") {
 				t.Fatalf("got\n%s\nwant\n%s\nserver log:\n%s", got, strings.Join(want, "\n"), e.log)

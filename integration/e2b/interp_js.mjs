@@ -65,7 +65,14 @@ try {
 	await base.createCodeContext({ language: 'javascript' })
 	console.log('no node made')
 } catch (e) {
-	console.log('no node', e.name, e.message.includes('its template has no node'))
+	console.log('no node', e.name, e.message)
 }
+// The SDK shows the body only with its diagnostics: the same request.
+const res = await fetch(base.getJupyterRequestUrl('/contexts'), {
+	method: 'POST',
+	headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': base.sandboxId, 'E2b-Sandbox-Port': '49999' },
+	body: JSON.stringify({ language: 'ts' }),
+})
+console.log('no node body', res.status, JSON.parse(await res.text()).message)
 await base.kill()
 

@@ -25,7 +25,9 @@ def figure_chart(fig):
     if not axes or not any(ax.has_data() for ax in axes):
         return None
     if len(axes) > 1:
-        return {"type": "superchart", "title": fig.get_suptitle() or None, "elements": [axes_chart(ax) for ax in axes]}
+        # Figure.get_suptitle is matplotlib 3.8's; Debian's is 3.6.
+        title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+        return {"type": "superchart", "title": title or None, "elements": [axes_chart(ax) for ax in axes]}
     return axes_chart(axes[0])
 
 
