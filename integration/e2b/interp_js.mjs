@@ -70,7 +70,7 @@ try {
 // The SDK shows the body only with its diagnostics: the same request.
 const res = await fetch(base.getJupyterRequestUrl('/contexts'), {
 	method: 'POST',
-	headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': base.sandboxId, 'E2b-Sandbox-Port': '49999' },
+	headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': base.sandboxId, 'E2b-Sandbox-Port': '49999', 'X-Access-Token': base.envdAccessToken },
 	body: JSON.stringify({ language: 'ts' }),
 })
 console.log('no node body', res.status, JSON.parse(await res.text()).message)
