@@ -22,8 +22,10 @@ import (
 // execution count of its own; the default context is the session's own
 // namespace, the one plain session calls share. A bash context is a bash
 // of its own that the interpreter starts (runner.CellBash), as E2B's
-// template runs Jupyter's bash kernel; a bash cell with no context runs in
-// the sandbox's default bash context, made on first use.
+// template runs Jupyter's bash kernel, and a javascript or typescript
+// context a node of its own (runner.CellJavaScript, CellTypeScript), as
+// its javascript kernel; a cell of one of these with no context runs in
+// the sandbox's default context of its language, made on first use.
 const (
 	// interpCellTimeout bounds a cell when the operator sets no maximum:
 	// E2B's cells have no timeout of the server's, only the client's,
@@ -33,6 +35,9 @@ const (
 	interpOpTimeout = 30 * time.Second
 	// defaultCwd is where E2B's contexts start.
 	defaultCwd = "/home/user"
+	// nodePreset is the preset whose image has node (the code
+	// interpreter's javascript and typescript contexts).
+	nodePreset = "python-data"
 )
 
 // codeContext is E2B's Context, as kept in the sandbox's record.
@@ -90,6 +95,11 @@ func (s *Server) contextsOf(sb *sandbox) ([]codeContext, bool) {
 		}
 	}
 	list := []codeContext{{ID: newUUID(), Language: runner.CellPython, Cwd: defaultCwd}}
+	if sb.Lang == nodePreset && sb.Image == "" {
+		// As E2B's server starts its default javascript context with
+		// python's: listed now, its node started at its first cell.
+		list = append(list, codeContext{ID: newUUID(), Language: runner.CellJavaScript, Cwd: defaultCwd, Default: true})
+	}
 	in.bySandbox[sb.ID] = list
 	return list, true
 }
@@ -383,8 +393,12 @@ func checkLanguage(lang string) (string, error) {
 		return runner.CellPython, nil
 	case runner.CellBash:
 		return runner.CellBash, nil
+	case "js", runner.CellJavaScript:
+		return runner.CellJavaScript, nil
+	case "ts", runner.CellTypeScript:
+		return runner.CellTypeScript, nil
 	}
-	return "", fmt.Errorf("language %q is not available: boxer's code interpreter runs python and bash (leave language out for python)", lang)
+	return "", fmt.Errorf("language %q is not available: boxer's code interpreter runs python, bash, javascript (js) and typescript (ts); leave language out for python", lang)
 }
 
 // checkEnv refuses variables the interpreter cannot set.

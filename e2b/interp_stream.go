@@ -31,6 +31,9 @@ var resultKeys = map[string]string{
 	"text/latex":             "latex",
 	"application/json":       "json",
 	"application/javascript": "javascript",
+	// What E2B's template adds: a DataFrame's columns, a figure's chart.
+	"e2b/data":  "data",
+	"e2b/chart": "chart",
 }
 
 // execStream writes one /execute answer. The status line waits for the

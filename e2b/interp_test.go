@@ -116,7 +116,7 @@ func TestInterpBadRequests(t *testing.T) {
 		code                     int
 		says                     string
 	}{
-		{"javascript", "POST", "/execute", `{"code":"1","language":"javascript"}`, 400, `language \"javascript\" is not available: boxer's code interpreter runs python and bash`},
+		{"r", "POST", "/execute", `{"code":"1","language":"r"}`, 400, `language \"r\" is not available: boxer's code interpreter runs python, bash, javascript (js) and typescript (ts)`},
 		{"bash and context", "POST", "/execute", `{"code":"1","language":"bash","context_id":"x"}`, 400, "context_id and language"},
 		{"both", "POST", "/execute", `{"code":"1","language":"python","context_id":"x"}`, 400, "context_id and language"},
 		{"unknown field", "POST", "/execute", `{"code":"1","kernel":"x"}`, 400, `unknown field \"kernel\"`},
@@ -172,7 +172,7 @@ func TestInterpBadRequests(t *testing.T) {
 // TestCheckLanguage: the languages a cell or context may name, as E2B's
 // server takes them (any case, spaces around), python when none.
 func TestCheckLanguage(t *testing.T) {
-	for in, want := range map[string]string{"": "python", "python": "python", " Python ": "python", "bash": "bash", "BASH": "bash", "js": "", "r": "", "sh": ""} {
+	for in, want := range map[string]string{"": "python", "python": "python", " Python ": "python", "bash": "bash", "BASH": "bash", "js": "javascript", "JavaScript": "javascript", "ts": "typescript", "typescript": "typescript", "r": "", "sh": "", "node": ""} {
 		got, err := checkLanguage(in)
 		if got != want || (err == nil) != (want != "") {
 			t.Errorf("checkLanguage(%q) = %q, %v; want %q", in, got, err, want)

@@ -36,7 +36,7 @@ func TestE2BInterp(t *testing.T) {
 				`x + 1 42 2 true`,
 				`str hi`,
 				`logs out 1 err stderr err,stdout out 1 7`,
-				`dataframe html true a`,
+				`dataframe html,data true a {"a":[1,2]}`,
 				`plot 1 false PNG 400 240 <Figure size 400x240 with 1 Axes> drawn` + "\n",
 				`show 3 2 0`,
 				`error ZeroDivisionError division by zero true 0`,
@@ -46,7 +46,7 @@ func TestE2BInterp(t *testing.T) {
 				`env after undefined`,
 				`timeout TimeoutError true`,
 				`after timeout (41, 1) true`,
-				`javascript SandboxError 400 Bad Request`,
+				`r SandboxError 400 Bad Request`,
 			}
 			if got := strings.Join(out, "\n"); got != strings.Join(want, "\n") {
 				t.Fatalf("got\n%s\nwant\n%s\nserver log:\n%s", got, strings.Join(want, "\n"), e.log)
@@ -73,10 +73,10 @@ func TestE2BInterpContexts(t *testing.T) {
 				`default default`,
 				`cwd two /tmp`,
 				`cwd one /home/user`,
-				`list 3 2`,
+				`list 4 2`,
 				`restarted NameError 1`,
 				`default kept default`,
-				`removed 2 false`,
+				`removed 3 false`,
 				`run removed NotFoundError`,
 				`bad cwd SandboxError 400 Bad Request`,
 			}
@@ -111,7 +111,7 @@ func TestE2BInterpBash(t *testing.T) {
 				`kept 42 /tmp | f says hi 2`,
 				`default cwd /home/user 1`,
 				`default apart unset`,
-				`list python,bash,bash true`,
+				`list python,javascript,bash,bash true`,
 				`streamed true first second true`,
 				`env from-create cell`,
 				`env after default`,
@@ -142,7 +142,7 @@ func TestE2BInterpHTTP(t *testing.T) {
 	e := startE2B(t)
 	sb := strings.Fields(e.node(t, e.keys[0], `import { Sandbox } from '@e2b/code-interpreter'; const s = await Sandbox.create(); console.log(s.sandboxId, s.envdAccessToken)`))
 	for _, tc := range []struct{ body, says string }{
-		{`{"code":"1","language":"r"}`, `language \"r\" is not available: boxer's code interpreter runs python and bash`},
+		{`{"code":"1","language":"r"}`, `language \"r\" is not available: boxer's code interpreter runs python, bash, javascript (js) and typescript (ts)`},
 		{`{"code":"1","timeout":5}`, `unknown field \"timeout\"`},
 	} {
 		req, _ := http.NewRequest("POST", e.api+"/execute", strings.NewReader(tc.body))

@@ -90,6 +90,10 @@ type (
 const (
 	// CellBash is contract.CellBash.
 	CellBash = contract.CellBash
+	// CellJavaScript is contract.CellJavaScript.
+	CellJavaScript = contract.CellJavaScript
+	// CellTypeScript is contract.CellTypeScript.
+	CellTypeScript = contract.CellTypeScript
 	// CellPython is contract.CellPython.
 	CellPython = contract.CellPython
 	// CellCreate is contract.CellCreate.

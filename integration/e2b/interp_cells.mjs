@@ -15,7 +15,7 @@ ex = await sbx.runCode('import sys\nprint("out", 1)\nprint("err", file=sys.stder
 console.log('logs', ex.logs.stdout.join('').trim(), ex.logs.stderr.join('').trim(), streamed.filter((l) => !l.endsWith(' ')).sort().join(','), ex.text)
 
 ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2]})')
-console.log('dataframe', ex.results[0].formats().join(','), ex.results[0].html.includes('<table'), ex.text.split('\n')[0].trim())
+console.log('dataframe', ex.results[0].formats().join(','), ex.results[0].html.includes('<table'), ex.text.split('\n')[0].trim(), JSON.stringify(ex.results[0].data))
 
 ex = await sbx.runCode('import matplotlib.pyplot as plt\nfig = plt.figure(figsize=(5, 3), dpi=80)\nplt.plot([1, 2, 3])\nprint("drawn")')
 const png = Buffer.from(ex.results[0].png, 'base64')
@@ -46,9 +46,9 @@ ex = await sbx.runCode('(x, y)')
 console.log('after timeout', ex.text, Date.now() - started < 20000)
 
 try {
-	await sbx.runCode('1', { language: 'javascript' })
-	console.log('javascript ok')
+	await sbx.runCode('1', { language: 'r' })
+	console.log('r ok')
 } catch (e) {
-	console.log('javascript', e.name, e.message)
+	console.log('r', e.name, e.message)
 }
 await sbx.kill()

@@ -162,9 +162,11 @@ var presets = map[string]Preset{
 		Example: "print(1)",
 	},
 	"python-data": {
-		Name:     "python-data",
-		Image:    "boxer/python-data",
-		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib"},
+		Name:  "python-data",
+		Image: "boxer/python-data",
+		// nodejs and node-typescript run the code interpreter's
+		// javascript and typescript contexts (docs/e2b.md).
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "nodejs", "node-typescript"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// Matplotlib draws to files (no display) and keeps its font cache

@@ -19,6 +19,13 @@ const (
 	// CellBash is a bash of its own, started by the interpreter at the
 	// context's first cell, as Jupyter's bash kernel is one.
 	CellBash = "bash"
+	// CellJavaScript is a node of its own, started by the interpreter at
+	// the context's first cell, as E2B's javascript kernel is one.
+	CellJavaScript = "javascript"
+	// CellTypeScript is a CellJavaScript context whose cells are
+	// TypeScript, transpiled (types stripped, not checked) before they
+	// run.
+	CellTypeScript = "typescript"
 )
 
 // The operations of a Cell.
@@ -44,15 +51,19 @@ const (
 // CellBash runs its cells' code in a bash of its own: its state is the
 // shell's (variables, functions, working directory), a cell's records
 // are its count and, when its exit status is not 0, an error whose Value
-// is that status.
+// is that status. A context of CellJavaScript or CellTypeScript runs its
+// cells in a node of its own: its state is node's global scope, a cell's
+// records its count, its last expression's value (util.inspect's text)
+// and its error (the thrown value's name, message and stack).
 type Cell struct {
 	// Op is one of CellExec (the default), CellCreate, CellReset and
 	// CellDrop.
 	Op string
 	// Context names the context: "" is the session's own namespace.
 	Context string
-	// Language is the context's: CellPython (the default) or CellBash,
-	// which a context named "" cannot be.
+	// Language is the context's: CellPython (the default), CellBash,
+	// CellJavaScript or CellTypeScript, which a context named "" cannot
+	// be.
 	Language string
 	// Cwd is the context's working directory when it is made; each cell
 	// starts where the context's last one ended.
@@ -115,12 +126,12 @@ func (c *Cell) Check(lang string, interpreter bool) error {
 	}
 	switch c.Language {
 	case "", CellPython:
-	case CellBash:
+	case CellBash, CellJavaScript, CellTypeScript:
 		if c.Context == "" {
-			return FieldErr("context", "must name a bash context: the context \"\" is the session's own python namespace")
+			return FieldErr("context", "must name a %s context: the context \"\" is the session's own python namespace", c.Language)
 		}
 	default:
-		return FieldErr("language", "must be python or bash, not %q", c.Language)
+		return FieldErr("language", "must be python, bash, javascript or typescript, not %q", c.Language)
 	}
 	for _, env := range []map[string]string{c.GlobalEnv, c.Env} {
 		for k, v := range env {

@@ -46,7 +46,9 @@ func TestCellCheck(t *testing.T) {
 		{"fine", "python-data", Cell{Op: CellCreate, Cwd: "/tmp", Env: map[string]string{"A": "b"}}, ""},
 		{"bash context", "python", Cell{Context: "c", Language: CellBash}, ""},
 		{"bash unnamed", "python", Cell{Language: CellBash}, `context must name a bash context`},
-		{"language", "python", Cell{Context: "c", Language: "r"}, `language must be python or bash, not "r"`},
+		{"javascript context", "python-data", Cell{Context: "c", Language: CellJavaScript}, ""},
+		{"typescript unnamed", "python", Cell{Language: CellTypeScript}, `context must name a typescript context`},
+		{"language", "python", Cell{Context: "c", Language: "r"}, `language must be python, bash, javascript or typescript, not "r"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

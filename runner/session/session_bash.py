@@ -85,19 +85,19 @@ class BashGone(Exception):
 class BashContext:
     """A bash context: its shell, made at its first cell, and its count."""
 
-    language = "bash"
+    language = program = "bash"
 
     def __init__(self, cwd):
         self.cwd, self.count = cwd, 0
         self.pid = self.dir = self.cmd = self.ctl = None
 
     def start(self, global_env):
-        bash = shutil.which("bash")
-        if bash is None:
-            raise BashGone("bash is not installed in this sandbox")
+        prog = shutil.which(self.program)
+        if prog is None:
+            raise BashGone("%s is not installed in this sandbox" % self.program)
         if not os.path.isdir(self.cwd):
             raise BashGone("no directory %s in the sandbox" % self.cwd)
-        self.dir = tempfile.mkdtemp(prefix=".boxer-bash-")
+        self.dir = tempfile.mkdtemp(prefix=".boxer-%s-" % self.program)
         cmd_r, self.cmd = os.pipe()
         self.ctl, ctl_w = os.pipe()
         env = dict(os.environ)
@@ -109,17 +109,23 @@ class BashContext:
             # signals; the signals the driver blocks or ignores are back to
             # their defaults (a pipe's reader that goes must end its
             # writer); its own streams are /dev/null, each cell's its own.
-            self.pid = os.posix_spawn(bash, ["bash", "--norc", "--noprofile", "--noediting", "-i"], env, file_actions=[
+            self.pid = os.posix_spawn(prog, self.argv(), env, file_actions=[
                 (os.POSIX_SPAWN_DUP2, cmd_r, 0),
                 (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
                 (os.POSIX_SPAWN_DUP2, ctl_w, CTL),
             ], setsid=True, setsigmask=set(), setsigdef={signal.SIGINT, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGQUIT})
         except OSError as e:
-            raise BashGone("starting bash: %s" % e.strerror)
+            raise BashGone("starting %s: %s" % (self.program, e.strerror))
         finally:
             os.close(cmd_r)
             os.close(ctl_w)
+        self.setup()
+
+    def argv(self):
+        return ["bash", "--norc", "--noprofile", "--noediting", "-i"]
+
+    def setup(self):
         self.send(SETUP + "cd -- %s\n" % shlex.quote(self.cwd))
 
     def send(self, text):
@@ -128,7 +134,7 @@ class BashContext:
             while data:
                 data = data[os.write(self.cmd, data):]
         except OSError as e:
-            raise BashGone("bash is gone (%s)" % e.strerror)
+            raise BashGone("%s is gone (%s)" % (self.program, e.strerror))
 
     def answer(self, token, timeout=None):
         """Waits for the cell's answer: its status, or None at timeout.
@@ -148,7 +154,7 @@ class BashContext:
                 return None
             data = os.read(self.ctl, 4096)
             if not data:
-                raise BashGone("bash exited")
+                raise BashGone("%s exited" % self.program)
             self.answers += data
 
     def stop(self):
@@ -183,7 +189,7 @@ class BashContext:
         cell's exit status."""
         code = spec.get("code", "")
         if "\0" in code:
-            emit(error("", "a bash cell's code holds no NUL byte"), False)
+            emit(error("", "a %s cell's code holds no NUL byte" % self.language), False)
             return 1
         if self.pid is None:
             try:
@@ -193,7 +199,7 @@ class BashContext:
                 emit(error("", str(e)), False)
                 return 1
         try:
-            return self.execute(code, spec.get("env") or {}, call, emit, interruptible, stream)
+            return self.execute(code, spec, call, emit, interruptible, stream)
         except BashGone as e:
             status = self.stop()
             if e.aborted:
@@ -202,22 +208,20 @@ class BashContext:
             elif status:
                 emit(error("", str(status)), False)
             # As the kernel's "Restarting Bash": the state is gone.
-            os.write(2, b"boxer: %s: the context's next cell starts a new bash\n" % str(e).encode())
+            os.write(2, b"boxer: %s: the context's next cell starts a new %s\n" % (str(e).encode(), self.program.encode()))
             return status or 0
 
-    def execute(self, code, env, call, emit, interruptible, stream):
+    def execute(self, code, spec, call, emit, interruptible, stream):
+        env = spec.get("env") or {}
         # The shell's files live while it does; a cell that removed them
         # gets them anew.
         os.makedirs(self.dir, 0o700, exist_ok=True)
         base = os.path.join(self.dir, "%d-" % call)
-        files = {k: base + k for k in ("code", "env", "out", "err")}
+        files = {k: base + k for k in ("code", "env", "out", "err", "records")}
         held, pumps = [], []
+        interrupted, status = False, None
         try:
             write_file(files["code"], code.encode("utf-8", "surrogatepass"))
-            line = ""
-            if env:
-                write_file(files["env"], b"".join(b"%s=%s\0" % (k.encode("utf-8", "surrogatepass"), v.encode("utf-8", "surrogatepass")) for k, v in env.items()))
-                line = "__boxer_set %s; " % shlex.quote(files["env"])
             for kind in ("out", "err"):
                 os.mkfifo(files[kind], 0o600)
                 # The FIFO's reader, then a writer of the driver's own, so
@@ -227,10 +231,7 @@ class BashContext:
                 os.set_blocking(r, True)
                 pumps.append(stream(r, kind.encode()))
             token = "%d-%s" % (call, secrets.token_hex(8))
-            line = "{ %sIFS= read -r -d '' __boxer_code <%s; eval \"$__boxer_code\"; } </dev/null >%s 2>%s %d>&-; __boxer_done %s $?\n" % (
-                line, shlex.quote(files["code"]), shlex.quote(files["out"]), shlex.quote(files["err"]), CTL, token)
-            interrupted = False
-            status = None
+            line = self.command(files, token, env, spec)
             try:
                 with interruptible():
                     self.send(line)
@@ -245,17 +246,36 @@ class BashContext:
             end = time.monotonic() + DRAIN
             for p in pumps:
                 p.join(max(0, end - time.monotonic()))
+            if not interrupted and status is not None:
+                self.report(files, status, emit)
             for path in files.values():
                 try:
                     os.unlink(path)
                 except OSError:
                     pass
-        if interrupted:
+        if interrupted or status == 130 and self.language != "bash":
             emit(error("ExecutionAborted", "Execution was aborted"), False)
             return 130
+        return status
+
+    def command(self, files, token, env, spec):
+        """The line that runs the cell's code with its variables in env."""
+        line = ""
+        if env:
+            write_file(files["env"], b"".join(b"%s=%s\0" % (k.encode("utf-8", "surrogatepass"), v.encode("utf-8", "surrogatepass")) for k, v in env.items()))
+            line = "__boxer_set %s; " % shlex.quote(files["env"])
+        return "{ %sIFS= read -r -d '' __boxer_code <%s; eval \"$__boxer_code\"; } </dev/null >%s 2>%s %d>&-; __boxer_done %s $?\n" % (
+            line, shlex.quote(files["code"]), shlex.quote(files["out"]), shlex.quote(files["err"]), CTL, token)
+
+    def report(self, files, status, emit):
+        """Sends the cell's records, once it answered with status."""
         if status:
             emit(error("", str(status)), False)
-        return status
+
+    def after_interrupt(self, token):
+        """Makes sure the cell answers, should the interrupt have ended the
+        line that would have."""
+        self.send("__boxer_done %s $?\n" % token)
 
     def interrupt(self, token):
         """Ctrl-C: SIGINT to the shell's process group, which ends the
@@ -266,7 +286,7 @@ class BashContext:
             os.killpg(self.pid, signal.SIGINT)
         except OSError:
             pass
-        self.send("__boxer_done %s $?\n" % token)
+        self.after_interrupt(token)
         status = self.answer(token, INTERRUPT_WAIT)
         if status is None:
             # Killed now, before the wait for its output.
@@ -274,7 +294,7 @@ class BashContext:
                 os.killpg(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-            raise BashGone("bash did not stop at the interrupt and was killed", aborted=True)
+            raise BashGone("%s did not stop at the interrupt and was killed" % self.program, aborted=True)
         return status
 
 

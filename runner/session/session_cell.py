@@ -5,7 +5,8 @@
 # reports typed records beside its output: the execution count, the value
 # of its last expression and the matplotlib figures it left open, each in
 # several formats, and its exception. A context of language "bash" is a
-# shell of its own instead (session_bash.py, delivered beside this file).
+# shell of its own instead (session_bash.py, delivered beside this file),
+# one of "javascript" or "typescript" a node of its own (session_node.py).
 # The driver loads this file from /code on the first cell only;
 # runner/session_cell_linux.go reads the records.
 import ast
@@ -46,17 +47,36 @@ class Context:
         self.ns, self.cwd, self.count = ns, cwd, 0
 
 
-BASH = []
+# The languages of contexts that run in a process of their own, and the
+# file of each's module.
+SHELLS = {"bash": "boxer_bash", "javascript": "boxer_node", "typescript": "boxer_node"}
+# MODULES are this file's companions in /code, each loaded when first
+# needed: session_bash.py, session_node.py (which needs the first) and
+# session_chart.py.
+MODULES = {"boxer_bash": "/code/.boxer-bash.py", "boxer_node": "/code/.boxer-node.py", "boxer_chart": "/code/.boxer-chart.py"}
 
 
-def bash():
-    """session_bash.py, loaded on the first bash context."""
-    if not BASH:
-        spec = importlib.util.spec_from_file_location("boxer_bash", "/code/.boxer-bash.py")
+def shell_module(name):
+    if name not in sys.modules:
+        if name == "boxer_node":
+            shell_module("boxer_bash")
+        spec = importlib.util.spec_from_file_location(name, MODULES[name])
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        BASH.append(module)
-    return BASH[0]
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+def new_shell(language, cwd):
+    if language == "bash":
+        return shell_module("boxer_bash").BashContext(cwd)
+    return shell_module("boxer_node").NodeContext(cwd, language)
+
+
+def typescript():
+    """Whether node finds the typescript module (Debian's node-typescript)."""
+    return any(os.path.isfile(os.path.join(d, "typescript", "package.json"))
+               for d in ("/usr/share/nodejs", "/usr/lib/nodejs", "/usr/local/lib/node_modules"))
 
 
 class Cells:
@@ -81,8 +101,8 @@ class Cells:
         ctx = self.contexts.get(cid)
         if ctx is None:
             cwd = spec.get("cwd") or os.getcwd()
-            if spec.get("language") == "bash" and cid != "":
-                ctx = self.contexts[cid] = bash().BashContext(cwd)
+            if spec.get("language") in SHELLS and cid != "":
+                ctx = self.contexts[cid] = new_shell(spec["language"], cwd)
                 return ctx
             ns = self.session_ns if cid == "" else self.fresh({})
             ns.setdefault("display", self.display)
@@ -91,7 +111,7 @@ class Cells:
 
     def drop(self, cid):
         ctx = self.contexts.pop(cid, None)
-        if ctx is not None and ctx.language == "bash":
+        if ctx is not None and ctx.language in SHELLS:
             ctx.stop()
         return ctx
 
@@ -105,7 +125,7 @@ class Cells:
         op = spec.get("op")
         cid = spec.get("context", "")
         language = spec.get("language") or "python"
-        if language not in ("python", "bash") or language == "bash" and (cid == "" or stream is None):
+        if language != "python" and (language not in SHELLS or cid == "" or stream is None):
             emit(error("ValueError", "no %s context %r in this interpreter" % (language, cid)), False)
             return 1
         if op == "create":
@@ -113,8 +133,12 @@ class Cells:
             if not os.path.isdir(cwd):
                 emit(error("FileNotFoundError", "no directory %s in the sandbox" % cwd), False)
                 return 1
-            if language == "bash" and not shutil.which("bash"):
-                emit(error("FileNotFoundError", "bash is not installed in this sandbox"), False)
+            program = "bash" if language == "bash" else "node"
+            if language in SHELLS and not shutil.which(program):
+                emit(error("FileNotFoundError", "%s is not installed in this sandbox: its template has no %s" % (program, program)), False)
+                return 1
+            if language == "typescript" and not typescript():
+                emit(error("FileNotFoundError", "the typescript module is not installed in this sandbox: its template has no node-typescript"), False)
                 return 1
             self.drop(cid)
             self.context(spec)
@@ -138,7 +162,7 @@ class Cells:
             return 1
         ctx.count += 1
         emit({"kind": "count", "count": ctx.count}, True)
-        if language == "bash":
+        if language in SHELLS:
             return ctx.run(spec, call, emit, interruptible, stream)
         for k, v in (spec.get("global_env") or {}).items():
             os.environ[k] = v
@@ -281,6 +305,13 @@ def result_record(obj, main):
         # The figure's own size and dpi: figsize x dpi pixels.
         obj.savefig(buf, format="png")
         data["image/png"] = base64.b64encode(buf.getvalue()).decode("ascii")
+        try:
+            chart = shell_module("boxer_chart").figure_chart(obj)
+            if chart is not None:
+                json.dumps(chart, allow_nan=False)
+                data["e2b/chart"] = chart
+        except Exception as e:
+            print("boxer: the figure's chart: %s: %s" % (type(e).__name__, e), file=sys.stderr)
         return {"kind": "result", "main": main, "data": data}
     if inspect.isclass(obj):
         return {"kind": "result", "main": main, "data": data}
@@ -304,11 +335,34 @@ def result_record(obj, main):
             except ValueError:
                 continue
         data[mime] = value
-    try:
-        json.dumps(data.get("application/json"))
-    except (TypeError, ValueError):
-        data.pop("application/json", None)
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and isinstance(obj, pandas.DataFrame):
+        data["e2b/data"] = frame_data(obj, pandas)
+    for mime in ("application/json", "e2b/data"):
+        try:
+            json.dumps(data.get(mime), allow_nan=mime == "application/json")
+        except (TypeError, ValueError):
+            data.pop(mime, None)
     return {"kind": "result", "main": main, "data": data}
+
+
+def frame_data(df, pandas):
+    """A DataFrame's columns as E2B's "data" holds them: each column's
+    values by its name (to_dict(orient="list")), timestamps in ISO 8601,
+    a missing value null."""
+    out = {}
+    for key, values in df.to_dict(orient="list").items():
+        column = []
+        for v in values:
+            if isinstance(v, pandas.Timestamp):
+                v = v.isoformat()
+            elif hasattr(v, "item") and not isinstance(v, (str, bytes)):
+                v = v.item()
+            if isinstance(v, float) and v != v:
+                v = None
+            column.append(v)
+        out[key if isinstance(key, str) else str(key)] = column
+    return out
 
 
 def error(name, value):

@@ -397,6 +397,7 @@ func (sb *sandbox) writeSupport(p contract.Preset) error {
 	}
 	if interpreted(sb.Req.Lang) {
 		support[driverFile], support[cellFile], support[bashFile] = sessionDriver, sessionCell, sessionBash
+		support[nodeFile], support[nodeDriverFile], support[chartFile] = sessionNode, nodeDriver, sessionChart
 	}
 	if sb.session != nil && sb.session.served {
 		if err := box.LinkHelper(sb.r.server, sb.Dirs.Code, path.Base(keeper.ServerPath)); err != nil {
