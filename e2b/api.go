@@ -216,6 +216,13 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	}
 	lang, image, ok := templateOf(tmpl)
 	own, mine := s.tmpl.View(caller, tmpl)
+	if name, _, tagged := strings.Cut(tmpl, ":"); tagged && !mine {
+		// A tag the caller's template has not is not found, not an
+		// image reference.
+		if _, has := s.tmpl.View(caller, name); has {
+			return nil, &templateNotFound{tmpl}
+		}
+	}
 	switch {
 	case mine && own.Image == "":
 		return nil, &badField{"templateID", fmt.Sprintf("template %q has no good build yet", tmpl)}

@@ -33,6 +33,10 @@ func (s *Server) buildRoutes(mux *http.ServeMux) {
 		"POST /v2/templates/{id}/builds/{buildID}":    s.handleStartBuild,
 		"GET /templates/{id}/builds/{buildID}/status": s.handleBuildStatus,
 		"DELETE /templates/{id}":                      s.handleDeleteTemplate,
+		"POST /templates/tags":                        s.handleAssignTags,
+		"DELETE /templates/tags":                      s.handleRemoveTags,
+		// /templates/{id}/tags would conflict with /templates/aliases/{alias}.
+		"GET /templates/{id}/{what}": s.handleListTags,
 	} {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			if !s.tmpl.Enabled() {
@@ -58,7 +62,7 @@ func (s *Server) handleRequestBuild(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"templateID": t.ID, "buildID": t.BuildID, "public": false,
-		"aliases": []string{t.Alias}, "names": []string{t.Alias}, "tags": []string{},
+		"aliases": []string{t.Alias}, "names": []string{t.Alias}, "tags": t.Tags,
 	})
 }
 

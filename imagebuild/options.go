@@ -43,6 +43,8 @@ type Options struct {
 	Pids        int64
 	TmpBytes    int64
 	DiskBytes   int64
+	// Runtime runs the RUN steps: runc (the default, when empty) or runsc.
+	Runtime string
 	// AllowHosts is the build's network allowlist; empty: no network.
 	AllowHosts []string
 	// PlainHTTP pulls a FROM image that is not stored over plain HTTP.
@@ -51,6 +53,14 @@ type Options struct {
 	NoCache bool
 	// Progress receives a line per step; nil for silence.
 	Progress io.Writer
+}
+
+// runtime is the steps' runtime: runc unless Runtime names another.
+func (o Options) runtime() string {
+	if o.Runtime == "" {
+		return "runc"
+	}
+	return o.Runtime
 }
 
 // DefaultDiskBytes bounds what one step writes when DiskBytes is unset.

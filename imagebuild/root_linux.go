@@ -20,7 +20,9 @@ import (
 // the namespace's base, never reaches the disk). overlayfs cannot be
 // idmapped itself, so its layers are (Linux 5.19): the lower ones
 // read-only, the upper and work directories through one idmapped mount
-// of their parent. On error nothing is mounted.
+// of their parent. With no namespace (nsPath empty: a step on runsc,
+// whose gofer writes as the Sentry's ids) the overlay is mounted as it
+// is. On error nothing is mounted.
 func mountWritable(nsPath string, base uint32, mounts []mount.Mount, target string) error {
 	if len(mounts) != 1 || mounts[0].Type != "overlay" {
 		return fmt.Errorf("a step's root: unexpected mounts %v (an image with no layer?)", mounts)
@@ -42,6 +44,13 @@ func mountWritable(nsPath string, base uint32, mounts []mount.Mount, target stri
 	}
 	if len(lower) == 0 || upper == "" || filepath.Dir(upper) != filepath.Dir(work) {
 		return fmt.Errorf("a step's root: unexpected overlay options %v", mounts[0].Options)
+	}
+	if nsPath == "" {
+		err := unix.Mount("overlay", target, "overlay", unix.MS_NOSUID|unix.MS_NODEV, strings.Join(mounts[0].Options, ","))
+		if err != nil {
+			return fmt.Errorf("a step's root: mounting the overlay of %d layers: %w", len(lower), err)
+		}
+		return nil
 	}
 	ns, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -77,13 +77,22 @@ func (b *builder) sandbox(ctx context.Context, s Step, argv, env []string, cwd, 
 	req, err := contract.Request{
 		Image: b.base, Args: argv,
 		Timeout: b.o.Timeout, MemoryBytes: b.o.MemoryBytes, CPUs: b.o.CPUs, Pids: b.o.Pids, TmpBytes: b.o.TmpBytes,
-		UID: uid, GID: gid, UserSet: true, Runtime: "runc", AllowHosts: b.o.AllowHosts,
+		UID: uid, GID: gid, UserSet: true, Runtime: b.o.runtime(), AllowHosts: b.o.AllowHosts,
 	}.Normalize()
 	if err != nil {
 		return err
 	}
 	sb := b.h.NewSandbox(sandbox.NewID(), req, false)
 	sb.Parts = stepParts{cwd: cwd}
+	var nsPath string
+	var base uint32
+	if req.Runtime == "runsc" {
+		// gVisor's Sentry is the step's kernel, with its own user
+		// namespace: its root's writes reach the snapshot through the
+		// gofer, as the ids the Sentry gives, once runsc keeps no overlay
+		// of its own over the root.
+		sb.RunscFlags = []string{sandbox.RunscFlagRootWritten}
+	}
 	defer func() {
 		if err := sb.Destroy(context.WithoutCancel(ctx)); err != nil {
 			retErr = errors.Join(retErr, err)
@@ -92,8 +101,10 @@ func (b *builder) sandbox(ctx context.Context, s Step, argv, env []string, cwd, 
 	if err := sb.Prepare(); err != nil {
 		return err
 	}
-	if sb.Dirs.Userns == nil {
-		return errors.New("a build step needs a user namespace of its own")
+	if u := sb.Dirs.Userns; u != nil {
+		nsPath, base = u.Path, u.Base
+	} else if req.Runtime != "runsc" {
+		return errors.New("a build step on runc needs a user namespace of its own")
 	}
 	root := reaper.RootDir(sb.RunDir)
 	if err := os.Mkdir(root, 0o755); err != nil {
@@ -103,7 +114,7 @@ func (b *builder) sandbox(ctx context.Context, s Step, argv, env []string, cwd, 
 	if err != nil {
 		return err
 	}
-	if err := mountWritable(sb.Dirs.Userns.Path, sb.Dirs.Userns.Base, mounts, root); err != nil {
+	if err := mountWritable(nsPath, base, mounts, root); err != nil {
 		return err
 	}
 	sb.Dirs.Root = root

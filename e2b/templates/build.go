@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/boxer-dev/boxer/imagebuild"
@@ -34,13 +36,28 @@ func (ts *Store) Request(caller string, body Request) (Template, error) {
 	if name == "" {
 		name = body.Alias
 	}
+	alias, tag, hasTag := splitName(name)
+	tags := slices.Clone(body.Tags)
+	if hasTag {
+		if err := checkTags("name", []string{tag}); err != nil {
+			return Template{}, err
+		}
+		tags = append(tags, tag)
+	}
+	if err := checkTags("tags", tags); err != nil {
+		return Template{}, err
+	}
+	if len(tags) == 0 {
+		tags = []string{DefaultTag}
+	}
+	slices.Sort(tags)
+	tags = slices.Compact(tags)
+	name = alias
 	switch {
 	case body.TeamID != "":
 		return Template{}, errorf(400, "teamID: boxer has no teams: a template is its key's")
-	case len(body.Tags) > 0:
-		return Template{}, errorf(400, "tags: is not supported by boxer: a template is built under its name alone")
-	case !aliasForm.MatchString(name):
-		return Template{}, errorf(400, "name: %q: a template's name is lowercase letters, digits, '.', '_' and '-', at most 63, without a tag", quote.Cut(name))
+	case !aliasForm.MatchString(alias):
+		return Template{}, errorf(400, "name: %q: a template's name is lowercase letters, digits, '.', '_' and '-', at most 63, then ':' and a tag or not", quote.Cut(name))
 	case ts.cfg.Reserved != nil && ts.cfg.Reserved(name):
 		return Template{}, errorf(400, "name: %q is one of boxer's own templates", name)
 	}
@@ -51,16 +68,19 @@ func (ts *Store) Request(caller string, body Request) (Template, error) {
 		return Template{}, errorf(409, "template %q is being built: wait for its build %s to end", name, t.build.ID)
 	}
 	if !ok {
-		t = &template{Template: Template{ID: newID("tpl", 10), Alias: name, Owner: caller, Created: time.Now()}, uploads: map[string]string{}}
-		ts.byID[t.ID] = t
+		t = newTemplate(Template{ID: newID("tpl", 10), Alias: name, Owner: caller, Created: time.Now()})
 	}
+	if err := ts.roomLocked(caller, t, tags); err != nil {
+		return Template{}, err
+	}
+	ts.byID[t.ID] = t
 	if body.CPUCount != nil {
 		t.CPUs = *body.CPUCount
 	}
 	if body.MemoryMB != nil {
 		t.MemoryMB = *body.MemoryMB
 	}
-	t.build = &build{ID: newID("bld", 10), status: StatusWaiting}
+	t.build = &build{ID: newID("bld", 10), status: StatusWaiting, tags: tags}
 	ts.saveLocked()
 	return t.view(), nil
 }
@@ -151,7 +171,7 @@ func (ts *Store) run(t *template, b *build, p *plan, body BuildStart) {
 	}
 	prog := &progress{ts: ts, t: t}
 	o := imagebuild.Options{
-		Name: "boxer/e2b-" + t.ID, Dockerfile: p.df, Context: ctxDir,
+		Name: "boxer/e2b-" + t.ID + "-" + b.ID, Dockerfile: p.df, Context: ctxDir,
 		Timeout: 10 * time.Minute, MemoryBytes: mem, CPUs: cpus, Pids: 256,
 		AllowHosts: ts.cfg.AllowHosts, NoCache: body.Force, Progress: prog,
 	}
@@ -174,8 +194,17 @@ func (ts *Store) run(t *template, b *build, p *plan, body BuildStart) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t.Image, t.StartCmd, t.ReadyCmd, t.Workdir, t.Updated = res.Name, body.StartCmd, body.ReadyCmd, p.workdir, time.Now()
-	b.log("info", "finalize", "template %s ready: image %s, %d steps, %d cached", t.Alias, res.Name, res.Steps, res.Cached)
+	t.images[b.ID] = res.Name
+	if err := ts.roomLocked(t.Owner, t, b.tags); err != nil {
+		// Other builds of the key's took the room since: the tags it
+		// has already move.
+		b.log("warn", "finalize", "%v", err)
+		b.tags = slices.DeleteFunc(b.tags, func(tag string) bool { _, ok := t.tags[tag]; return !ok })
+	}
+	t.setTagsLocked(b.ID, b.tags)
+	b.log("info", "finalize", "template %s ready: image %s, %d steps, %d cached, tags %s", t.Alias, res.Name, res.Steps, res.Cached, strings.Join(b.tags, ", "))
 	b.status = StatusReady
+	ts.pruneLocked(ctx, t)
 	ts.saveLocked()
 }
 

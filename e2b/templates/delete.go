@@ -3,6 +3,8 @@ package templates
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/boxer-dev/boxer/internal/quote"
 )
@@ -32,12 +34,20 @@ func (ts *Store) delete(ctx context.Context, caller, idOrAlias string) (map[stri
 	if t.build != nil && (t.build.status == StatusWaiting || t.build.status == StatusBuilding) {
 		return nil, errorf(409, "template %q: its build %s runs: delete it once the build ends", quote.Cut(idOrAlias), t.build.ID)
 	}
-	if t.Image != "" && ts.cfg.Remove != nil {
-		if err := ts.cfg.Remove(ctx, t.Image); errors.Is(err, ErrImageInUse) {
+	images := maps.Clone(t.images)
+	if t.Image != "" && !slices.Contains(slices.Collect(maps.Values(images)), t.Image) {
+		images[""] = t.Image
+	}
+	for id, image := range images {
+		if ts.cfg.Remove == nil {
+			break
+		}
+		if err := ts.cfg.Remove(ctx, image); errors.Is(err, ErrImageInUse) {
 			return nil, errorf(409, "template %q: %v: kill its sandboxes first", quote.Cut(idOrAlias), err)
 		} else if err != nil {
 			return nil, err
 		}
+		delete(t.images, id)
 	}
 	for token, u := range ts.tokens {
 		if u.tmpl == t {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 )
@@ -25,6 +26,10 @@ const maxStoreFile = 64 << 20
 type record struct {
 	Template
 	Reason, Step string `json:",omitempty"`
+	// Tags and Images are its tags and its builds' images (none in a
+	// former server's that had no tags: its Image is then its latest).
+	Tags   []Tag             `json:",omitempty"`
+	Images map[string]string `json:",omitempty"`
 }
 
 // load reads the templates a former server kept, if any.
@@ -52,7 +57,19 @@ func (ts *Store) load() error {
 		if r.ID == "" || r.Owner == "" {
 			continue
 		}
-		t := &template{Template: r.Template, uploads: map[string]string{}}
+		t := newTemplate(r.Template)
+		for _, g := range r.Tags {
+			t.tags[g.Tag] = g
+		}
+		maps.Copy(t.images, r.Images)
+		if r.Image != "" && len(r.Images) == 0 {
+			id := r.BuildID
+			if r.BuildStatus != StatusReady {
+				id = "kept"
+			}
+			t.images[id] = r.Image
+			t.setTagsLocked(id, []string{DefaultTag})
+		}
 		b := &build{ID: r.BuildID, status: r.BuildStatus, reason: r.Reason, step: r.Step}
 		if b.status == StatusWaiting || b.status == StatusBuilding {
 			msg := "the server stopped during this build: build the template again"
@@ -74,7 +91,10 @@ func (ts *Store) saveLocked() {
 	}
 	recs := []record{}
 	for _, t := range ts.byID {
-		r := record{Template: t.view()}
+		r := record{Template: t.view(), Images: t.images}
+		for _, g := range t.tags {
+			r.Tags = append(r.Tags, g)
+		}
 		if t.build != nil {
 			r.Reason, r.Step = t.build.reason, t.build.step
 		}

@@ -106,6 +106,8 @@ type Template struct {
 	MemoryMB                    int64
 	Created, Updated            time.Time
 	BuildID, BuildStatus        string
+	// Tags are those of its latest build (asked for, while it builds).
+	Tags []string `json:"-"`
 }
 
 // template is a key's template in the store.
@@ -116,13 +118,23 @@ type template struct {
 	// uploads are its copy steps' files, by files hash: the paths of
 	// the archives uploaded, removed when its build ends.
 	uploads map[string]string
+	// tags name its good builds, by tag; images are the images of the
+	// builds kept (those a tag names, its newest good one, and those a
+	// sandbox still ran in when they were let go), by build ID.
+	tags   map[string]Tag
+	images map[string]string
+}
+
+// newTemplate is a template with its maps made.
+func newTemplate(v Template) *template {
+	return &template{Template: v, uploads: map[string]string{}, tags: map[string]Tag{}, images: map[string]string{}}
 }
 
 // view is t as it is now, under the store's lock.
 func (t *template) view() Template {
 	v := t.Template
 	if t.build != nil {
-		v.BuildID, v.BuildStatus = t.build.ID, t.build.status
+		v.BuildID, v.BuildStatus, v.Tags = t.build.ID, t.build.status, t.build.tags
 	}
 	return v
 }
@@ -135,6 +147,8 @@ type build struct {
 	// reason says why it failed: its message and step ("base", or the
 	// step's number from 1).
 	reason, step string
+	// tags are what it is to be tagged once good.
+	tags []string
 }
 
 // LogEntry is E2B's BuildLogEntry.
@@ -208,15 +222,13 @@ func (ts *Store) ownedOrError(caller, id string) (*template, error) {
 	return t, nil
 }
 
-// View is caller's template by ID or alias as it is now.
-func (ts *Store) View(caller, idOrAlias string) (Template, bool) {
+// View is caller's template by ID or alias, with a tag or not
+// ('name:tag'), as it is now: its Image and BuildID are the build the
+// tag names (see resolveLocked).
+func (ts *Store) View(caller, ref string) (Template, bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t, ok := ts.ownedLocked(caller, idOrAlias)
-	if !ok {
-		return Template{}, false
-	}
-	return t.view(), true
+	return ts.resolveLocked(caller, ref)
 }
 
 // ownedLocked is owned with the store's lock held.

@@ -28,6 +28,13 @@ func RunscFlags() []string {
 	return []string{"--platform=ptrace", "--network=none", "--oci-seccomp", "--gofer-network-namespace=new"}
 }
 
+// RunscFlagRootWritten is the runsc flag of a sandbox whose root is to
+// keep what it writes (a build step's): no overlay of gVisor's own over
+// the root, whose upper layer lives in the sandbox's memory (or a file of
+// its own) and goes with it, so the Sentry's writes reach the host's
+// directory through the gofer.
+const RunscFlagRootWritten = "--overlay2=none"
+
 // runscNetstackFlags are RunscFlags for a sandbox with egress or a
 // session: gVisor's netstack is attached to the sandbox's own network
 // namespace (--network=sandbox). With egress it drives the sandbox's eth0,
@@ -50,8 +57,9 @@ func runscNetstackFlags() []string {
 // a wrapper that adds RunscFlags (runscNetstackFlags for netstack) to
 // every runsc command. runc in a user
 // namespace of boxer's runs through a wrapper that sets its rlimits (see
-// runcUsernsWrapper).
-func (r *Host) Runtime(name string, netstack, userns bool) (string, any, error) {
+// runcUsernsWrapper). extra are more runsc flags for this sandbox alone
+// (a build step's --overlay2=none: see Sandbox.RunscFlags).
+func (r *Host) Runtime(name string, netstack, userns bool, extra ...string) (string, any, error) {
 	if r.ShimContent != "" {
 		// Another boxer on this state directory (another build, its
 		// boxer-wrap elsewhere) may have written it since: each sandbox
@@ -76,7 +84,7 @@ func (r *Host) Runtime(name string, netstack, userns bool) (string, any, error) 
 		if err != nil {
 			return "", nil, err
 		}
-		wrapper, err := r.RunscWrapper(bin, netstack)
+		wrapper, err := r.RunscWrapper(bin, netstack, extra...)
 		if err != nil {
 			return "", nil, err
 		}
@@ -176,12 +184,22 @@ func RunscBinary() (string, error) {
 
 // RunscWrapper writes the script the shim runs as its "runc" binary: one
 // for sandboxes without network, one for those with gVisor's netstack on
-// their namespace (egress, or a session).
-func (r *Host) RunscWrapper(bin string, netstack bool) (string, error) {
+// their namespace (egress, or a session); each set of extra flags gets a
+// wrapper of its own, named after them (runsc-overlay2-none).
+func (r *Host) RunscWrapper(bin string, netstack bool, extra ...string) (string, error) {
 	name, flags := "runsc", RunscFlags()
 	if netstack {
 		name, flags = "runsc-netstack", runscNetstackFlags()
 	}
+	for _, f := range extra {
+		name += "-" + strings.Trim(strings.Map(func(c rune) rune {
+			if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+				return c
+			}
+			return '-'
+		}, f), "-")
+	}
+	flags = append(flags, extra...)
 	if r.Wrap != "" {
 		directives := make([]string, 0, len(flags)+1)
 		for _, f := range flags {

@@ -40,6 +40,10 @@ type Sandbox struct {
 	// Parts are what the layer that makes it adds (see Parts, and
 	// SessionParts and WarmParts); nil for a plain run's.
 	Parts Parts
+	// RunscFlags are more flags for runsc, for this sandbox alone: a
+	// build step's --overlay2=none, which writes its root through to
+	// the host (see RunscFlagRootWritten).
+	RunscFlags []string
 
 	RunDir string
 	Dirs   Dirs
@@ -182,7 +186,7 @@ func (sb *Sandbox) Create(ctx context.Context, rootfs snapshots.Rootfs) error {
 	}
 	// A session's runsc has its netstack so that its ports can be
 	// forwarded (SessionParts.Netstack).
-	shim, shimOpts, err := r.Runtime(sb.Req.Runtime, sb.Link != nil || session.Netstack(), sb.Dirs.Userns != nil)
+	shim, shimOpts, err := r.Runtime(sb.Req.Runtime, sb.Link != nil || session.Netstack(), sb.Dirs.Userns != nil, sb.RunscFlags...)
 	if err != nil {
 		return err
 	}

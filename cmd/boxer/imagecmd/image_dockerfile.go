@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,7 @@ func dockerfileFlags() []cli.Flag {
 		&cli.Int64Flag{Name: "pids", Value: 256, Usage: "process and thread cap of each RUN step"},
 		&cli.StringFlag{Name: "tmp-size", Value: units.BytesSize(runner.DefaultTmpSize), Usage: "size of each RUN step's /tmp"},
 		&cli.StringFlag{Name: "disk", Value: units.BytesSize(imagebuild.DefaultDiskBytes), Usage: "what one step may write to its layer"},
+		&cli.StringFlag{Name: "runtime", Value: "runc", Usage: "OCI runtime of the RUN steps: " + strings.Join(runner.Runtimes(), " or ") + " (gVisor)"},
 		&cli.BoolFlag{Name: "no-cache", Usage: "rerun every step"},
 		&cli.BoolFlag{Name: "plain-http", Usage: "pull a FROM image that is not stored over HTTP, not HTTPS"},
 	}
@@ -48,11 +50,14 @@ func (e Env) buildDockerfile(c *cli.Context) error {
 	o := imagebuild.Options{
 		Name: args[0], Context: ".", AllowHosts: c.StringSlice("allow-host"),
 		Timeout: c.Duration("timeout"), CPUs: c.Float64("cpus"), Pids: c.Int64("pids"),
-		NoCache: c.Bool("no-cache"), PlainHTTP: c.Bool("plain-http"), Progress: os.Stderr,
+		Runtime: c.String("runtime"), NoCache: c.Bool("no-cache"), PlainHTTP: c.Bool("plain-http"), Progress: os.Stderr,
 		BuildArgs: map[string]string{},
 	}
 	if len(args) == 2 {
 		o.Context = args[1]
+	}
+	if !slices.Contains(runner.Runtimes(), o.Runtime) {
+		return e.Fail("invalid --runtime %q: %s", o.Runtime, strings.Join(runner.Runtimes(), " or "))
 	}
 	if st, err := os.Stat(o.Context); err != nil || !st.IsDir() {
 		return e.Fail("image build: the context %s is not a directory", o.Context)
