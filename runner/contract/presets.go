@@ -152,8 +152,10 @@ var presets = map[string]Preset{
 		Image: "boxer/python",
 		// python3 is the interpreter and its whole standard library;
 		// tzdata is what the zoneinfo module reads; pip and the CA
-		// certificates it verifies HTTPS with serve runs with egress.
-		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates"},
+		// certificates it verifies HTTPS with serve runs with egress; git
+		// is what a coding agent works with (E2B's base template, which
+		// this preset is, has it: the SDK's sandbox.git runs it).
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "git"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// The root is read-only: no bytecode cache to write.
@@ -166,7 +168,7 @@ var presets = map[string]Preset{
 		Image: "boxer/python-data",
 		// nodejs and node-typescript run the code interpreter's
 		// javascript and typescript contexts (docs/e2b.md).
-		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "python3-numpy", "python3-pandas", "python3-matplotlib", "nodejs", "node-typescript"},
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "git", "python3-numpy", "python3-pandas", "python3-matplotlib", "nodejs", "node-typescript"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// Matplotlib draws to files (no display) and keeps its font cache
