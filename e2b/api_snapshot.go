@@ -91,7 +91,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if max := s.maxSnapshots(); len(kept) >= max {
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("this key keeps %d snapshots, the most this server allows (--e2b-max-snapshots): delete one (Sandbox.deleteSnapshot) first", max))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("this key keeps %d snapshot(s), the most this server allows (--e2b-max-snapshots): delete one (Sandbox.deleteSnapshot) first", max))
 		return
 	}
 	snap := newSnapshotID()

@@ -26,6 +26,7 @@ try {
 	process.exit(0)
 }
 console.log('snapshot', snap.snapshotId, snap.names.join(','))
+try { await src.createSnapshot(); console.log('second: made') } catch (e) { console.log('second:', e.message) }
 await src.runCode('x = 100')
 const a = await Sandbox.create(snap.snapshotId, { timeoutMs: 120000 })
 const b = await Sandbox.create(snap.snapshotId, { timeoutMs: 120000 })
@@ -86,11 +87,11 @@ try {
 // does not see, use or delete it; it survives a restart of the server;
 // deleted, its disk is freed. Its sandboxes' logs say where they came
 // from and a command's end with its exit code. On runc createSnapshot answers 409, saying
-// why.
+// why. A key keeps at most --e2b-max-snapshots.
 func TestE2BSnapshot(t *testing.T) {
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
-			e := startE2B(t, "--runtime", rt)
+			e := startE2B(t, "--runtime", rt, "--e2b-max-snapshots", "1")
 			out := e.node(t, e.keys[0], e2bSnapshotMake)
 			if rt == "runc" {
 				if !strings.Contains(out, "snapshot error SandboxError 409: ") || !strings.Contains(out, "runc") {
@@ -107,6 +108,7 @@ func TestE2BSnapshot(t *testing.T) {
 				}
 			}
 			for _, want := range []string{"snapshot " + snap + " mine", "a 42 a", "b 42 False kept", "src 100 kept", "listed true", "of source 1",
+				"second: Rate limit exceeded, please try again later - this key keeps 1 snapshot(s), the most this server allows (--e2b-max-snapshots)",
 				"a exit 3", "warn logs process ended 3", "newest log process ended", "logs sandbox created; sandbox made from a snapshot; "} {
 				if snap == "" || !strings.Contains(out, want) {
 					t.Errorf("missing %q in\n%s\nserver log:\n%s", want, out, e.log)
