@@ -20,10 +20,10 @@ import (
 )
 
 // E2B's control plane (spec/openapi.yml in e2b-dev/E2B), the calls E2B's
-// SDKs make: a sandbox is made, found, listed, timed, paused, resumed and
-// killed; its metrics are read. What boxer cannot honour (snapshots,
-// volumes, MCP gateways, automatic pause) is refused with a 400 naming the
-// field, never accepted and ignored.
+// SDKs make: a sandbox is made, found, listed, timed, paused, resumed,
+// snapshotted and killed; its metrics and logs are read. What boxer cannot
+// honour (volumes, MCP gateways) is refused with a 400 naming the field,
+// never accepted and ignored.
 
 // defaultTimeout is a sandbox's life when the request names none (E2B's
 // SDKs send their own default of 300 s).
