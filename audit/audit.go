@@ -36,6 +36,8 @@ const (
 	EventResumed      = "session_resumed"
 	EventCheckpointed = "session_checkpointed"
 	EventForked       = "session_forked"
+	EventSnapshot     = "session_snapshot"
+	EventSnapDeleted  = "snapshot_deleted"
 	EventTimeout      = "session_timeout"
 	EventEnded        = "session_ended"
 	// EventForwarded is a request a fleet member sent to the member

@@ -20,10 +20,10 @@ import (
 )
 
 // E2B's control plane (spec/openapi.yml in e2b-dev/E2B), the calls E2B's
-// SDKs make: a sandbox is made, found, listed, timed, paused, resumed and
-// killed; its metrics are read. What boxer cannot honour (snapshots,
-// volumes, MCP gateways, automatic pause) is refused with a 400 naming the
-// field, never accepted and ignored.
+// SDKs make: a sandbox is made, found, listed, timed, paused, resumed,
+// snapshotted and killed; its metrics and logs are read. What boxer cannot
+// honour (volumes, MCP gateways) is refused with a 400 naming the field,
+// never accepted and ignored.
 
 // defaultTimeout is a sandbox's life when the request names none (E2B's
 // SDKs send their own default of 300 s).
@@ -67,11 +67,15 @@ func (s *Server) controlPlane() http.Handler {
 	mux.HandleFunc("POST /sandboxes/{id}/timeout", s.handleTimeout)
 	mux.HandleFunc("POST /sandboxes/{id}/pause", s.handlePause)
 	mux.HandleFunc("POST /sandboxes/{id}/fork", s.handleFork)
+	mux.HandleFunc("POST /sandboxes/{id}/snapshots", s.handleSnapshot)
+	mux.HandleFunc("GET /snapshots", s.handleSnapshots)
 	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", s.handleConnect)
 	// SDKs up to 2.50 connect without /v2.
 	mux.HandleFunc("POST /sandboxes/{id}/connect", s.handleConnect)
 	mux.HandleFunc("POST /sandboxes/{id}/resume", s.handleConnect)
 	mux.HandleFunc("GET /sandboxes/{id}/metrics", s.handleMetrics)
+	mux.HandleFunc("GET /sandboxes/{id}/logs", s.handleLogs)
+	mux.HandleFunc("GET /v2/sandboxes/{id}/logs", s.handleLogsV2)
 	mux.HandleFunc("PUT /sandboxes/{id}/network", s.handleNetwork)
 	mux.HandleFunc("GET /templates/aliases/{alias}", s.handleAlias)
 	mux.HandleFunc("GET /templates", s.handleTemplates)
@@ -195,7 +199,6 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		set  bool
 		why  string
 	}{
-		{"autoPauseMemory", body.AutoPauseMemory != nil && !*body.AutoPauseMemory, "a paused boxer sandbox keeps its memory (keepMemory: false would keep only its files)"},
 		{"mcp", len(body.MCP) > 0 && string(body.MCP) != "null", "no MCP gateway runs in boxer's sandboxes"},
 		{"volumeMounts", len(body.VolumeMounts) > 0 && string(body.VolumeMounts) != "null" && string(body.VolumeMounts) != "[]", "boxer has no volumes"},
 		{"iam", len(body.IAM) > 0 && string(body.IAM) != "null", "boxer issues no workload identity tokens"},
@@ -204,6 +207,9 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 		if f.set {
 			return nil, unsupported(f.name, f.why)
 		}
+	}
+	if isSnapshotID(body.TemplateID) {
+		return s.createFromSnapshot(ctx, caller, body.TemplateID, body)
 	}
 	autoPaused := body.AutoPause != nil && *body.AutoPause
 	autoResume := body.AutoResume != nil && body.AutoResume.Enabled
@@ -241,6 +247,11 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	hosts, err := s.allowHosts(body.AllowInternetAccess, body.Network)
 	if err != nil {
 		return nil, err
+	}
+	if body.AutoPauseMemory != nil && !*body.AutoPauseMemory {
+		if err := s.toDisk("autoPauseMemory", len(hosts) > 0); err != nil {
+			return nil, err
+		}
 	}
 	env := make([]string, 0, len(body.EnvVars))
 	for k, v := range body.EnvVars {
@@ -446,6 +457,7 @@ func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 	var fe *runner.FieldError
 	var le *runner.LimitError
 	var tn *templateNotFound
+	var sn *snapshotNotFound
 	var te *templates.Error
 	switch {
 	case errors.As(err, &te):
@@ -454,6 +466,10 @@ func (s *Server) answerError(w http.ResponseWriter, id string, err error) {
 		writeError(w, http.StatusBadRequest, bf.Error())
 	case errors.As(err, &tn):
 		writeError(w, http.StatusNotFound, tn.Error())
+	case errors.As(err, &sn):
+		writeError(w, http.StatusNotFound, sn.Error())
+	case errors.Is(err, runner.ErrSnapshotNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("snapshot %q not found", id))
 	case errors.Is(err, runner.ErrSessionNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
 	case errors.As(err, &fe):

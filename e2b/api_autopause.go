@@ -80,6 +80,7 @@ func (s *Server) pauseAtTimeout(sb *sandbox) {
 		e.Error, e.HTTPStatus = err.Error(), 0
 	} else {
 		sb.paused.Store(true)
+		sb.note("info", "sandbox paused at its timeout", map[string]string{})
 	}
 	s.cfg.Audit.Write(e)
 }

@@ -39,6 +39,11 @@ func (s *Server) buildRoutes(mux *http.ServeMux) {
 		"GET /templates/{id}/{what}": s.handleListTags,
 	} {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete && isSnapshotID(r.PathValue("id")) {
+				// A snapshot is deleted as a template.
+				s.deleteSnapshot(w, r, r.PathValue("id"))
+				return
+			}
 			if !s.tmpl.Enabled() {
 				writeError(w, http.StatusNotImplemented, fmt.Sprintf("%s %s: this server builds no templates", r.Method, quote.Cut(r.URL.Path)))
 				return

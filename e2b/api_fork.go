@@ -62,7 +62,8 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	}
 	results := make([]map[string]any, 0, len(forks))
 	for _, f := range forks {
-		sb := s.adoptFork(r.Context(), src, f, timeout)
+		sb := s.adoptFork(r.Context(), src, s.keptContexts(src.ID), f, timeout)
+		sb.note("info", "sandbox forked", map[string]string{"from": id})
 		e := entry(r, audit.EventForked, sb.ID, http.StatusCreated)
 		e.Lang, e.Image, e.Reason = sb.Lang, sb.Image, "from "+id
 		s.cfg.Audit.Write(e)
@@ -71,9 +72,16 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, results)
 }
 
+// keptContexts is a copy of sandbox id's code contexts.
+func (s *Server) keptContexts(id string) []codeContext {
+	s.interp.mu.Lock()
+	defer s.interp.mu.Unlock()
+	return slices.Clone(s.interp.bySandbox[id])
+}
+
 // adoptFork makes fork f of src a sandbox of this server: src's record
-// with f's ID, tokens of its own, its code contexts, and its time.
-func (s *Server) adoptFork(ctx context.Context, src *sandbox, f runner.Session, timeout int64) *sandbox {
+// with f's ID, tokens of its own, src's code contexts, and its time.
+func (s *Server) adoptFork(ctx context.Context, src *sandbox, contexts []codeContext, f runner.Session, timeout int64) *sandbox {
 	sb := &sandbox{
 		ID: f.ID, Caller: src.Caller, Template: src.Template, Alias: src.Alias, Lang: src.Lang,
 		Env: src.Env, Metadata: src.Metadata, Public: src.Public, Started: f.Made,
@@ -81,11 +89,14 @@ func (s *Server) adoptFork(ctx context.Context, src *sandbox, f runner.Session, 
 		AllowHosts: src.AllowHosts, Linked: src.Linked, NetBytes: src.NetBytes, Image: src.Image,
 	}
 	sb.EnvdToken, sb.TrafficToken = s.records.tokens(sb.ID)
-	s.interp.mu.Lock()
-	if list, ok := s.interp.bySandbox[src.ID]; ok {
-		s.interp.bySandbox[sb.ID] = slices.Clone(list)
+	if len(contexts) > 0 {
+		s.interp.mu.Lock()
+		if s.interp.bySandbox == nil {
+			s.interp.bySandbox = map[string][]codeContext{}
+		}
+		s.interp.bySandbox[sb.ID] = contexts
+		s.interp.mu.Unlock()
 	}
-	s.interp.mu.Unlock()
 	s.mu.Lock()
 	s.boxes[sb.ID] = sb
 	s.mu.Unlock()

@@ -70,20 +70,27 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	if body.Memory != nil && !*body.Memory {
-		writeError(w, http.StatusBadRequest, "memory: "+"is not supported by boxer: a paused sandbox keeps its memory (false would reboot it)")
-		return
-	}
-	_, sess, err := s.find(r.Context(), callerOf(r), id)
+	sb, sess, err := s.find(r.Context(), callerOf(r), id)
 	if err != nil {
 		s.answerError(w, id, err)
 		return
+	}
+	toDisk := body.Memory != nil && !*body.Memory
+	if toDisk {
+		if err := s.toDisk("memory", sb.Linked); err != nil {
+			s.answerError(w, id, err)
+			return
+		}
 	}
 	if sess.Paused {
 		writeError(w, http.StatusConflict, fmt.Sprintf("sandbox %s is already paused", id))
 		return
 	}
-	if err := s.pause(r.Context(), id, callerOf(r)); err != nil {
+	pause := s.pause
+	if toDisk {
+		pause = s.checkpoint
+	}
+	if err := pause(r.Context(), id, callerOf(r)); err != nil {
 		s.refuse(w, r, audit.EventPaused, id, err)
 		return
 	}
@@ -105,6 +112,31 @@ func (s *Server) pause(ctx context.Context, id, caller string) error {
 		_, err = s.runner.PauseSession(ctx, id, caller)
 	}
 	return err
+}
+
+// checkpoint pauses sandbox id of caller to disk, or says why it cannot
+// (keepMemory: false), naming the field.
+func (s *Server) checkpoint(ctx context.Context, id, caller string) error {
+	_, err := s.runner.CheckpointSession(ctx, id, caller)
+	if errors.Is(err, runner.ErrNotCheckpointable) {
+		// A 400, not E2B's 409, which the SDKs read as "already paused".
+		return &badField{"memory", "false (keepMemory: false) pauses the sandbox to disk, and " + err.Error()}
+	}
+	return err
+}
+
+// toDisk says why a sandbox cannot pause to disk, as field asks (E2B's
+// keepMemory: false): on runc there is no checkpoint, nor with network.
+// On gVisor a pause is a checkpoint to disk, its memory freed; its
+// resume brings the memory back too.
+func (s *Server) toDisk(field string, linked bool) error {
+	switch {
+	case s.cfg.Runtime != "runsc":
+		return &badField{field, "false (keepMemory: false) needs a pause to disk, which needs gVisor (boxer serve --runtime runsc): on runc a paused sandbox keeps its memory"}
+	case linked:
+		return &badField{field, "false (keepMemory: false) needs a pause to disk, and a sandbox with network cannot be checkpointed (its link would not come back)"}
+	}
+	return nil
 }
 
 // handleConnect resumes a paused sandbox (or finds a running one) and

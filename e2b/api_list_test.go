@@ -60,15 +60,14 @@ func TestListPages(t *testing.T) {
 
 func TestUnsupportedFeature(t *testing.T) {
 	for path, want := range map[string]string{
-		"/sandboxes/abc/logs":      "sandbox logs",
-		"/v2/sandboxes/abc/logs":   "sandbox logs",
+		"/sandboxes/abc/refreshes": "refreshes (a sandbox's time is set with timeout)",
 		"/templates/t1":            "templates",
 		"/templates/t1/builds/b1":  "template builds",
 		"/admin/teams/x/api-keys":  "E2B's administration",
-		"/sandboxes/abc/snapshots": "snapshots",
+		"/volumes/v1":              "volumes",
 		"/sandboxes/abc/nothing":   "",
 		"/no/such/thing":           "",
-		"/sandboxes//logs":         "",
+		"/sandboxes//refreshes":    "",
 	} {
 		if got := unsupportedFeature(path); got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)

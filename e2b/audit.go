@@ -30,6 +30,11 @@ func entry(r *http.Request, event, id string, code int) audit.Entry {
 // audited writes the line of an event that went through.
 func (s *Server) audited(r *http.Request, event, id string, code int) {
 	s.cfg.Audit.Write(entry(r, event, id, code))
+	if msg, ok := eventNotes[event]; ok {
+		if sb, ok := s.lookup(id); ok {
+			sb.note("info", msg, map[string]string{})
+		}
+	}
 }
 
 // refuse answers err as answerError does and writes the line of the

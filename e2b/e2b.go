@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +94,9 @@ type Config struct {
 	// BuildDir holds the builds' uploads and contexts while they build;
 	// empty: a temporary directory.
 	BuildDir string
+	// MaxSnapshots caps the snapshots one key keeps at once (each holds
+	// its sandbox's memory and files on disk); 0: DefaultMaxSnapshots.
+	MaxSnapshots int
 	// MaxUpload bounds what one key's template files (copy's uploads)
 	// take on the server at once; 0: templates.DefaultMaxUpload.
 	MaxUpload int64
@@ -148,6 +150,8 @@ type Server struct {
 	records *records
 	// pruned is when pruneGone last looked.
 	pruned time.Time
+	// snapMu orders the count of a key's snapshots and the making of one.
+	snapMu sync.Mutex
 	// tmpl holds the templates built through this server.
 	tmpl *templates.Store
 }
@@ -188,6 +192,8 @@ type sandbox struct {
 	// (api_autopause.go); paused, while a pause of this server's holds.
 	auto   *autoPause
 	paused atomic.Bool
+	// logs keeps what its logs say of it (api_logs.go).
+	logs logRing
 }
 
 // New returns a server making sandboxes on r.
@@ -264,10 +270,7 @@ func (s *Server) persist(sb *sandbox) {
 	if s.records == nil {
 		return
 	}
-	s.interp.mu.Lock()
-	contexts := slices.Clone(s.interp.bySandbox[sb.ID])
-	s.interp.mu.Unlock()
-	s.records.save(sb, contexts)
+	s.records.save(sb, s.keptContexts(sb.ID))
 }
 
 // token makes a sandbox's access token.

@@ -175,6 +175,17 @@ func (rs *records) save(sb *sandbox, contexts []codeContext) {
 	if rs == nil || !validID(sb.ID) {
 		return
 	}
+	plain, err := json.Marshal(recordOf(sb, contexts))
+	if err == nil {
+		err = rs.write(sb.ID, plain)
+	}
+	if err != nil && rs.writeFail != nil {
+		rs.writeFail(fmt.Errorf("keeping sandbox %s's record: %w", sb.ID, err))
+	}
+}
+
+// recordOf is sb's record, with its code contexts.
+func recordOf(sb *sandbox, contexts []codeContext) record {
 	rec := record{
 		ID: sb.ID, Caller: sb.Caller, Template: sb.Template, Alias: sb.Alias, Lang: sb.Lang, Image: sb.Image,
 		Env: sb.Env, Metadata: sb.Metadata, Public: sb.Public, Started: sb.Started,
@@ -186,12 +197,17 @@ func (rs *records) save(sb *sandbox, contexts []codeContext) {
 		rec.Auto = &autoRecord{Resume: a.resume, Timeout: a.timeout, At: a.at}
 		a.mu.Unlock()
 	}
-	plain, err := json.Marshal(rec)
-	if err == nil {
-		err = rs.write(sb.ID, plain)
-	}
-	if err != nil && rs.writeFail != nil {
-		rs.writeFail(fmt.Errorf("keeping sandbox %s's record: %w", sb.ID, err))
+	return rec
+}
+
+// sandboxOf is the sandbox rec records, without its tokens, timer or
+// code contexts.
+func sandboxOf(rec record) *sandbox {
+	return &sandbox{
+		ID: rec.ID, Caller: rec.Caller, Template: rec.Template, Alias: rec.Alias, Lang: rec.Lang, Image: rec.Image,
+		Env: rec.Env, Metadata: rec.Metadata, Public: rec.Public, Started: rec.Started,
+		CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, DiskMB: rec.DiskMB,
+		AllowHosts: rec.AllowHosts, Linked: rec.Linked, NetBytes: rec.NetBytes,
 	}
 }
 
@@ -347,12 +363,7 @@ func (s *Server) restore(ctx context.Context) (int, error) {
 			s.records.remove(rec.ID)
 			continue
 		}
-		sb := &sandbox{
-			ID: rec.ID, Caller: rec.Caller, Template: rec.Template, Alias: rec.Alias, Lang: rec.Lang, Image: rec.Image,
-			Env: rec.Env, Metadata: rec.Metadata, Public: rec.Public, Started: rec.Started,
-			CPUs: rec.CPUs, MemoryMB: rec.MemoryMB, DiskMB: rec.DiskMB,
-			AllowHosts: rec.AllowHosts, Linked: rec.Linked, NetBytes: rec.NetBytes,
-		}
+		sb := sandboxOf(rec)
 		sb.EnvdToken, sb.TrafficToken = s.records.tokens(sb.ID)
 		sb.paused.Store(sess.Paused)
 		s.mu.Lock()

@@ -30,7 +30,16 @@ console.log('b after timeout:', await paused(b.sandboxId))
 try { await b.commands.run('echo hi', { requestTimeoutMs: 10000 }); console.log('no resume: ran') } catch (e) { console.log('no resume:', e.name) }
 const c = await Sandbox.connect(b.sandboxId)
 console.log('connected:', (await c.commands.run('echo hi')).stdout.trim(), (await Sandbox.getInfo(b.sandboxId)).state)
-try { await Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } }); console.log('files only: made') } catch (e) { console.log('files only:', e.message) }
+try {
+	const d = await Sandbox.create({ timeoutMs: 3000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+	await d.files.write('/tmp/d', 'on disk')
+	console.log('files only:', await paused(d.sandboxId))
+	console.log('files only back:', await (await Sandbox.connect(d.sandboxId)).files.read('/tmp/d'))
+	await d.kill()
+} catch (e) { console.log('files only:', e.message) }
+const f = await Sandbox.create()
+try { console.log('pause to disk:', await f.pause({ keepMemory: false }), (await Sandbox.getInfo(f.sandboxId)).state) } catch (e) { console.log('pause to disk:', e.message) }
+await f.kill()
 await a.kill()
 await b.kill()
 `
@@ -40,7 +49,13 @@ func TestE2BAutoPause(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			e := startE2B(t, "--runtime", rt)
 			out := e.node(t, e.keys[0], e2bAutoPauseScript)
-			for _, want := range []string{"lifecycle: pause true", "after timeout: paused", "auto resumed: kept running", "b after timeout: paused", "no resume: ", "connected: hi running", "files only: 400: autoPauseMemory: "} {
+			// keepMemory: false is a pause to disk: gVisor's; on runc a 400
+			// naming the field.
+			disk := []string{"files only: paused", "files only back: on disk", "pause to disk: true paused"}
+			if rt == "runc" {
+				disk = []string{"files only: 400: autoPauseMemory: false (keepMemory: false) needs a pause to disk, which needs gVisor", "pause to disk: 400: memory: false (keepMemory: false) needs a pause to disk"}
+			}
+			for _, want := range append([]string{"lifecycle: pause true", "after timeout: paused", "auto resumed: kept running", "b after timeout: paused", "no resume: ", "connected: hi running"}, disk...) {
 				if !strings.Contains(out, want) {
 					t.Errorf("missing %q in\n%s", want, out)
 				}

@@ -132,7 +132,8 @@ func TestE2BCLI(t *testing.T) {
 	}
 
 	cli("sandbox", "metrics", id).want(t, "sandbox metrics", 0, "Metrics for sandbox "+id, "CPU:", "Memory:", "Disk:")
-	cli("sandbox", "logs", id).want(t, "sandbox logs", 1, "[501]", "sandbox logs is not supported by boxer")
+	// Its logs: made, each command's start and its end with its exit code.
+	cli("sandbox", "logs", id).want(t, "sandbox logs", 0, "Logs for sandbox "+id, "sandbox created", "process started", "echo 'hi from exec'", "process ended", "exit 3'", "exit_code: ", "'3'", "WARN")
 
 	cli("sandbox", "pause", id).want(t, "sandbox pause", 0, "Sandbox "+id+" has been paused")
 	cli("sandbox", "pause", id).want(t, "sandbox pause again", 0, "Sandbox "+id+" is already paused")
@@ -160,9 +161,9 @@ func TestE2BCLI(t *testing.T) {
 	}
 	// The server's own templates are no key's to delete.
 	cli("template", "delete", "--yes", "base").want(t, "template delete", 1, "[404]", `template "base" not found`)
-	// What boxer does not do: its 501, naming the feature.
-	cli("sandbox", "snapshot", "create", id).want(t, "sandbox snapshot create", 1, "501", "snapshots is not supported by boxer")
-	cli("sandbox", "snapshot", "list").want(t, "sandbox snapshot list", 1, "501", "snapshots is not supported by boxer")
+	// Snapshots need gVisor: on runc, a 409 saying why.
+	cli("sandbox", "snapshot", "create", id).want(t, "sandbox snapshot create", 1, "409", "runc")
+	cli("sandbox", "snapshot", "list").want(t, "sandbox snapshot list", 0, "No snapshots found")
 
 	// Another key sees none of it.
 	o := e.e2bCLI(t, other, nil, "sandbox", "list")

@@ -16,6 +16,8 @@ type (
 	CellRecord = contract.CellRecord
 	// CheckpointError is contract.CheckpointError.
 	CheckpointError = contract.CheckpointError
+	// Kept is contract.Kept.
+	Kept = contract.Kept
 	// EndedSession is contract.EndedSession.
 	EndedSession = contract.EndedSession
 	// FieldError is contract.FieldError.
@@ -308,6 +310,8 @@ var (
 	ErrNoNetwork = contract.ErrNoNetwork
 	// ErrNotCheckpointable is contract.ErrNotCheckpointable.
 	ErrNotCheckpointable = contract.ErrNotCheckpointable
+	// ErrSnapshotNotFound is contract.ErrSnapshotNotFound.
+	ErrSnapshotNotFound = contract.ErrSnapshotNotFound
 	// ErrNotRegular is contract.ErrNotRegular.
 	ErrNotRegular = contract.ErrNotRegular
 	// ErrProcessNotFound is contract.ErrProcessNotFound.

@@ -114,6 +114,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 	r.warm = warm.New(r.Host, &r.cleanups, o.Standby, shared, contract.Or(o.ShimRuns, DefaultShimRuns))
 	r.Layer = session.New(r.Host, &r.cleanups, r.warm, session.Options{
 		CheckpointsDir: filepath.Join(o.Daemon.Root, "checkpoints", o.Namespace),
+		KeptDir:        filepath.Join(o.Daemon.Root, "kept", o.Namespace),
 		Keeper:         o.Keeper,
 		SessionID:      o.SessionID,
 		Ceilings:       o.Ceilings,
@@ -368,6 +369,7 @@ func (r *Runner) Health(ctx context.Context) contract.Health {
 func (r *Runner) sweep(ctx context.Context) {
 	r.SweepLinks(ctx)
 	r.SweepCheckpoints(ctx)
+	r.SweepKept(ctx)
 	r.SweepUserns(ctx)
 }
 

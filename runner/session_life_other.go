@@ -40,3 +40,19 @@ func (r *Runner) CheckpointSession(context.Context, string, string) (contract.Se
 func (r *Runner) ForkSession(context.Context, string, string, int, bool, contract.SessionMaxima) ([]contract.Session, error) {
 	return nil, ErrNotLinux
 }
+
+// SaveSnapshot needs Linux.
+func (r *Runner) SaveSnapshot(context.Context, string, string, string, []byte) (int64, error) {
+	return 0, ErrNotLinux
+}
+
+// Snapshots needs Linux.
+func (r *Runner) Snapshots(string) ([]contract.Kept, error) { return nil, ErrNotLinux }
+
+// RemoveSnapshot needs Linux.
+func (r *Runner) RemoveSnapshot(string, string) error { return ErrNotLinux }
+
+// SessionFromSnapshot needs Linux.
+func (r *Runner) SessionFromSnapshot(context.Context, string, string, bool, time.Duration, contract.SessionMaxima) (contract.Session, error) {
+	return contract.Session{}, ErrNotLinux
+}

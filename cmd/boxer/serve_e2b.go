@@ -28,6 +28,7 @@ func e2bFlags() []cli.Flag {
 		&cli.StringFlag{Name: "e2b-default-network", Value: e2b.DefaultNetworkNone, Usage: "what an E2B sandbox gets for allow_internet_access: true without network.allowOut (every SDK up to 2.50 sends it): `none` (no network) or allowlist (the whole --allow-host list)"},
 		&cli.StringFlag{Name: "e2b-domain", Usage: "route <port>-<sandboxID>.`DOMAIN` host names to sandboxes (E2B_DOMAIN for the SDKs; a wildcard DNS name and certificate); DOMAIN:PORT when the listener is not on 443"},
 		&cli.StringSliceFlag{Name: "e2b-build-allow-host", Usage: "let E2B template builds' steps (Template.build) reach `HOST[:PORT]` (repeatable, as image build's --allow-host); default: no network"},
+		&cli.IntFlag{Name: "e2b-max-snapshots", Value: e2b.DefaultMaxSnapshots, Usage: "the most snapshots (Sandbox.createSnapshot, on gVisor) one E2B key keeps at once, each its sandbox's memory and files on disk, until deleted"},
 		&cli.StringFlag{Name: "tls-cert", Usage: "serve E2B's API over HTTPS with the certificate chain in `FILE` (PEM; with --tls-key)"},
 		&cli.StringFlag{Name: "tls-key", Usage: "the private key of --tls-cert, in `FILE` (PEM)"},
 	}
@@ -83,7 +84,7 @@ func e2bKeys(p string) ([]string, error) {
 func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 	addr := c.String("e2b-listen")
 	if addr == "" {
-		for _, f := range []string{"e2b-key-file", "e2b-domain", "e2b-default-network", "e2b-build-allow-host"} {
+		for _, f := range []string{"e2b-key-file", "e2b-domain", "e2b-default-network", "e2b-build-allow-host", "e2b-max-snapshots"} {
 			if c.IsSet(f) {
 				return nil, nil, fail("--%s is for --e2b-listen: give that too", f)
 			}
@@ -95,6 +96,9 @@ func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 		return nil, nil, fail("--e2b-default-network must be %s or %s, not %q", e2b.DefaultNetworkNone, e2b.DefaultNetworkAllowlist, v)
 	case v == e2b.DefaultNetworkAllowlist && len(c.StringSlice("allow-host")) == 0:
 		return nil, nil, fail("--e2b-default-network %s gives sandboxes the --allow-host list, and none is given: give --allow-host HOST, or leave it %s", v, e2b.DefaultNetworkNone)
+	}
+	if n := c.Int("e2b-max-snapshots"); n < 1 {
+		return nil, nil, fail("--e2b-max-snapshots must be at least 1, not %d", n)
 	}
 	keys, err := e2bKeys(c.String("e2b-key-file"))
 	if err != nil {
@@ -114,6 +118,7 @@ func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []s
 	records := filepath.Join(daemon.FromEnv().State, "e2b", c.String("namespace"))
 	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit, Records: records, Heir: server.SessionHeir,
 		BuildAllowHosts: c.StringSlice("e2b-build-allow-host"),
+		MaxSnapshots:    c.Int("e2b-max-snapshots"),
 		BuildDir:        filepath.Join(daemon.FromEnv().Root, "e2b-builds", c.String("namespace")),
 		Build:           e2bBuilder(r)})
 	if err != nil {

@@ -5,6 +5,7 @@ package contract
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotCheckpointable is returned for a session that cannot be
@@ -23,3 +24,18 @@ func (e *CheckpointError) Is(target error) bool { return target == ErrNotCheckpo
 
 // MaxForks caps the sessions one fork makes.
 const MaxForks = 8
+
+// ErrSnapshotNotFound is returned for a kept snapshot that is not, or
+// is another caller's.
+var ErrSnapshotNotFound = errors.New("snapshot not found")
+
+// Kept is a snapshot kept of a session (SaveSnapshot): its name, its
+// caller's, when it was made, the disk it holds, and what the caller
+// keeps beside it (Meta, opaque to the runner).
+type Kept struct {
+	Name   string
+	Caller string
+	Made   time.Time
+	Bytes  int64
+	Meta   []byte
+}

@@ -25,7 +25,9 @@ type Layer struct {
 	// checkpointsDir holds sessions' checkpoints, on disk
 	// (session_snapshot_linux.go).
 	checkpointsDir string
-	ready          *readyPool
+	// keptDir holds the snapshots kept of sessions (session_kept_linux.go).
+	keptDir string
+	ready   *readyPool
 	// keeper starts a session's keeper (Options.Keeper); none: this
 	// boxer cannot.
 	keeper []string
@@ -60,6 +62,8 @@ type Settler interface {
 type Options struct {
 	// CheckpointsDir holds sessions' checkpoints.
 	CheckpointsDir string
+	// KeptDir holds the snapshots kept of sessions (SaveSnapshot).
+	KeptDir string
 	// Keeper is the command that starts a session's keeper.
 	Keeper []string
 	// SessionID, if set, makes the IDs of new sessions.
@@ -75,6 +79,7 @@ func New(h *box.Host, cleanups *sync.WaitGroup, warm Settler, o Options) *Layer 
 		cleanups:       cleanups,
 		warm:           warm,
 		checkpointsDir: o.CheckpointsDir,
+		keptDir:        o.KeptDir,
 		keeper:         o.Keeper,
 		sessionID:      o.SessionID,
 		ceilings:       o.Ceilings,
