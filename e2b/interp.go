@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +136,31 @@ func (s *Server) defaultContext(sb *sandbox, lang string) (codeContext, string) 
 	return c, c.ID
 }
 
+// cellDefault is defaultContext for a cell that names no context. A
+// javascript or typescript one made now is made in the sandbox first, as
+// createContext makes one: a template without node answers 400 saying
+// so, and lists no context that cannot run. false: it answered.
+func (s *Server) cellDefault(w http.ResponseWriter, r *http.Request, sb *sandbox, lang string) (codeContext, string, bool) {
+	had := slices.ContainsFunc(s.contexts(sb), func(c codeContext) bool { return c.Default && c.Language == lang })
+	c, driver := s.defaultContext(sb, lang)
+	if had || lang != runner.CellJavaScript && lang != runner.CellTypeScript {
+		return c, driver, true
+	}
+	failed, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellCreate, Context: driver, Language: c.Language, Cwd: c.Cwd})
+	if err == nil && failed == nil {
+		return c, driver, true
+	}
+	s.setContexts(sb, func(list []codeContext) []codeContext {
+		return slices.DeleteFunc(list, func(x codeContext) bool { return x.ID == c.ID })
+	})
+	if err != nil {
+		writeRunnerError(w, sb, err)
+	} else {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("running a %s cell in %s: %s", lang, c.Cwd, failed.Value))
+	}
+	return c, driver, false
+}
+
 // findContext finds one of sb's contexts; the driver's name for it is ""
 // for the default one.
 func (s *Server) findContext(sb *sandbox, id string) (c codeContext, driver string, ok bool) {
@@ -225,7 +251,10 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		c, driver = s.defaultContext(sb, lang)
+		var ok bool
+		if c, driver, ok = s.cellDefault(w, r, sb, lang); !ok {
+			return
+		}
 	}
 	code := *req.Code
 	if c.Language == runner.CellPython {

@@ -20,7 +20,8 @@ import (
 // busy loop is interrupted at the cell's timeout and the context keeps
 // what ran before it; a restart empties the context; a template without
 // node (E2B's base, boxer's python) refuses a javascript context with a
-// 400 saying so. On runc and runsc.
+// 400 saying so, and a javascript cell with no context the same way,
+// listing no context that cannot run. On runc and runsc.
 func TestE2BInterpJS(t *testing.T) {
 	for _, rt := range []string{"runc", "runsc"} {
 		t.Run(rt, func(t *testing.T) {
@@ -50,6 +51,8 @@ func TestE2BInterpJS(t *testing.T) {
 				`restarted undefined 1`,
 				`no node SandboxError 400 Bad Request`,
 				`no node body 400 creating a typescript context in /home/user: node is not installed in this sandbox: its template has no node`,
+				`no node cell SandboxError`,
+				`no node listed python`,
 			}
 			if got := strings.Join(out, "\n"); got != strings.Join(want, "\n") {
 				t.Fatalf("got\n%s\nwant\n%s\nserver log:\n%s", got, strings.Join(want, "\n"), e.log)

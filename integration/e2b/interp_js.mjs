@@ -74,5 +74,14 @@ const res = await fetch(base.getJupyterRequestUrl('/contexts'), {
 	body: JSON.stringify({ language: 'ts' }),
 })
 console.log('no node body', res.status, JSON.parse(await res.text()).message)
+// A cell of a language with no context: the same refusal, and no context
+// left listed that cannot run.
+try {
+	const ex = await base.runCode('1 + 1', { language: 'js' })
+	console.log('no node cell ran', JSON.stringify(ex.error))
+} catch (e) {
+	console.log('no node cell', e.name)
+}
+console.log('no node listed', (await base.listCodeContexts()).map((c) => c.language).join(','))
 await base.kill()
 
