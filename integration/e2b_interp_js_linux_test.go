@@ -70,7 +70,8 @@ func TestE2BInterpJS(t *testing.T) {
 // scatter, a pie (each wedge's angle) and a box plot (each box's
 // quartiles, whiskers and outliers), a figure of two Axes as a superchart of both; a
 // DataFrame as the last expression comes with its data, column by
-// column, a timestamp in ISO 8601 and NaN as null; a number has neither.
+// column, a timestamp in ISO 8601 and NaN as null; a number has neither;
+// a PIL image shown, saved and as the last expression is a PNG each.
 func TestE2BInterpCharts(t *testing.T) {
 	e := startE2B(t)
 	out := lines(e.node(t, e.keys[0], interpScript(t, "interp_charts.mjs")))
@@ -83,6 +84,7 @@ func TestE2BInterpCharts(t *testing.T) {
 		`superchart superchart Both line,bar`,
 		`data {"a":[1,2,3],"b":["x",null,"z"],"f":[0.5,null,2],"t":["2024-01-01T00:00:00","2024-01-02T00:00:00","2024-01-03T00:00:00"]} html,data`,
 		`no data true true`,
+		`pil PNG,PNG,PNG done`,
 	}
 	if got := strings.Join(out, "\n"); got != strings.Join(want, "\n") {
 		t.Fatalf("got\n%s\nwant\n%s\nserver log:\n%s", got, strings.Join(want, "\n"), e.log)

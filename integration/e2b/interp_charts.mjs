@@ -62,4 +62,16 @@ pd.DataFrame({"a": [1, 2, 3], "b": ["x", None, "z"], "f": [0.5, float("nan"), 2.
 console.log('data', JSON.stringify(ex.results[0].data), ex.results[0].formats().join(','))
 ex = await sbx.runCode('1 + 1')
 console.log('no data', ex.results[0].data === undefined, ex.results[0].chart === undefined)
+
+// A PIL image shown, saved, or the last expression: a PNG each (E2B's
+// template shows show() and save() as results); printing goes on.
+ex = await sbx.runCode(`
+from PIL import Image
+img = Image.new('RGBA', (16, 16), (255, 0, 0, 255))
+img.show()
+img.save('/tmp/red.png')
+print('done')
+img
+`)
+console.log('pil', ex.results.map((r) => r.png !== undefined && Buffer.from(r.png, 'base64').subarray(1, 4).toString()).join(','), ex.logs.stdout.join(''))
 await sbx.kill()

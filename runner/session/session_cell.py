@@ -87,9 +87,14 @@ class Cells:
         self.contexts = {}
         self.pending = None  # the records of the cell running now
         self.loop = None
-        sys.meta_path.insert(0, PyplotHook(self))
-        if "matplotlib.pyplot" in sys.modules:
-            self.patch_pyplot(sys.modules["matplotlib.pyplot"])
+        sys.meta_path.insert(0, ModuleHook(self))
+        for name, patch in self.patches().items():
+            if name in sys.modules:
+                patch(sys.modules[name])
+
+    def patches(self):
+        """The modules a cell may import that show results, by name."""
+        return {"matplotlib.pyplot": self.patch_pyplot, "PIL.Image": self.patch_pil}
 
     def fresh(self, ns):
         ns.clear()
@@ -260,15 +265,40 @@ class Cells:
 
         plt.show = cell_show
 
+    def patch_pil(self, image):
+        """A PIL image's show() and save() in a cell's own code show it as
+        a result (png), as E2B's template does; elsewhere they do as ever."""
+        cls = image.Image
+        show, save = cls.show, cls.save
+        cells = self
 
-class PyplotHook(importlib.abc.MetaPathFinder):
-    """Makes plt.show() in a cell show its figures, once pyplot is imported."""
+        def cell_show(img, *args, **kwargs):
+            if cells.pending is None:
+                return show(img, *args, **kwargs)
+            cells.display(img)
+
+        def cell_save(img, *args, **kwargs):
+            done = save(img, *args, **kwargs)
+            # The cell's own save only: a library's (matplotlib's savefig
+            # writes its PNG through PIL) is no result.
+            if cells.pending is not None and sys._getframe(1).f_globals.get("__name__") == "__main__":
+                cells.display(img)
+            return done
+
+        cls.show, cls.save = cell_show, cell_save
+
+
+class ModuleHook(importlib.abc.MetaPathFinder):
+    """Patches the modules that show results (Cells.patches) once a cell
+    imports them: plt.show() shows the figures, a PIL image's show() and
+    save() the image."""
 
     def __init__(self, cells):
         self.cells = cells
 
     def find_spec(self, name, path, target=None):
-        if name != "matplotlib.pyplot":
+        patch = self.cells.patches().get(name)
+        if patch is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -282,7 +312,7 @@ class PyplotHook(importlib.abc.MetaPathFinder):
 
         def patched(module):
             exec_module(module)
-            self.cells.patch_pyplot(module)
+            patch(module)
 
         spec.loader.exec_module = patched
         return spec
