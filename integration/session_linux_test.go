@@ -118,8 +118,8 @@ func TestSessionCLI(t *testing.T) {
 				t.Fatalf("stuck: %+v", res)
 			}
 			_, r = sessionCall(t, id, "print(x)")
-			if r.code != 125 || !strings.Contains(r.stderr, "no session "+id) {
-				t.Errorf("after the session ended: %d %q", r.code, r.stderr)
+			if r.code != 125 || !strings.Contains(r.stderr, "session "+id+" has ended (its interpreter did not stop") {
+				t.Errorf("after the session ended: %d %q, want why it ended", r.code, r.stderr)
 			}
 			assertClean(t)
 
@@ -474,7 +474,7 @@ func TestSessionWire(t *testing.T) {
 				if res.Status != "error" || res.SessionEnded != "interpreter_wire_broken" {
 					t.Errorf("%s: %+v", name, res)
 				}
-				if _, r := sessionCall(t, id, "print(1)"); r.code != 125 || !strings.Contains(r.stderr, "no session "+id) {
+				if _, r := sessionCall(t, id, "print(1)"); r.code != 125 || !strings.Contains(r.stderr, "session "+id+" has ended (") {
 					t.Errorf("%s: after: %d %q", name, r.code, r.stderr)
 				}
 				assertClean(t)

@@ -38,6 +38,10 @@ type Config struct {
 	// Destroy removes one sandbox container, its task and its run
 	// directory: the runner's one teardown route.
 	Destroy func(ctx context.Context, c containerd.Container) error
+	// Exited, if set, says why session id ended when its sandbox stopped
+	// on its own (EndExited, or what its maker knows better: its process
+	// server's end).
+	Exited func(id string) string
 	// After, if set, runs at the end of the pass (the runner sweeps what
 	// is left of removed sandboxes' network links).
 	After func(ctx context.Context)
@@ -86,9 +90,13 @@ func (cfg Config) reap(ctx context.Context) {
 			if reason == "" {
 				continue
 			}
+			if reason == EndExited && cfg.Exited != nil {
+				reason = cfg.Exited(c.ID())
+			}
 			if _, err := MarkEnding(ctx, c, reason); err != nil {
 				continue // gone meanwhile, or containerd fails: the next pass
 			}
+			RecordEnded(cfg.State, cfg.Namespace, c.ID(), labels[LabelSession], reason)
 		} else if Alive(labels[LabelOwner]) || Alive(RunDirOwner(filepath.Join(cfg.Runs, c.ID()))) {
 			// Its boxer lives, or the one its boxer handed it to.
 			continue

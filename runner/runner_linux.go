@@ -123,7 +123,7 @@ func New(ctx context.Context, o Options) (*Runner, error) {
 		r.reaper = reaper.Start(ctx, reaper.Config{
 			Client: client, Namespace: r.Namespace, Address: address,
 			Runs: r.RunsDir, State: r.StateDir, Bundles: r.BundlesDir, Shim: r.realShim, Runc: box.RuncBinary(),
-			Cgroups: r.Cgroups, Destroy: r.destroyLeftover, After: r.sweep,
+			Cgroups: r.Cgroups, Destroy: r.destroyLeftover, After: r.sweep, Exited: r.Layer.Exited,
 		})
 	}
 	return r, nil

@@ -65,16 +65,16 @@ func (r *Layer) verdict(ctx context.Context, c containerd.Container, labels map[
 		reason = reaper.EndExited
 	}
 	if reason == reaper.EndExited {
-		reason = r.exited(c.ID())
+		reason = r.Exited(c.ID())
 	}
 	return reason
 }
 
-// exited is why session id ended when its sandbox stopped on its own:
+// Exited is why session id ended when its sandbox stopped on its own:
 // its process server's end for a session whose first program it was
 // (killed from inside, out of memory, or ended by its keeper for breaking
 // its channel), its sandbox's for the others.
-func (r *Layer) exited(id string) string {
+func (r *Layer) Exited(id string) string {
 	data, err := os.ReadFile(filepath.Join(r.RunsDir, id, sessionRecordFile))
 	var rec sessionRecord
 	if err == nil && json.Unmarshal(data, &rec) == nil && rec.ProcServer {
@@ -109,6 +109,8 @@ func (r *Layer) removeSession(ctx context.Context, c containerd.Container, reaso
 		log.G(ctx).WithError(err).Debugf("marking session %s as being removed", c.ID())
 	}
 	if err == nil {
+		// Its owner's next command says why, whoever removed it.
+		reaper.RecordEnded(r.StateDir, r.Namespace, c.ID(), labels[reaper.LabelSession], reason)
 		// Another live process holds it: it writes the end in its audit
 		// log (takeHandedEnds).
 		r.handEnd(cctx, c, labels, reason, rep)

@@ -49,6 +49,10 @@ func (r *Layer) findSession(ctx context.Context, id, caller string, forCall bool
 	}
 	c, err := r.Containerd.LoadContainer(ctx, id)
 	if errdefs.IsNotFound(err) {
+		if reason, ok := reaper.Ended(r.StateDir, r.Namespace, id, caller); ok {
+			// Another process removed it: its record says why.
+			return nil, &contract.SessionEndedError{ID: id, Reason: reason}
+		}
 		return nil, contract.ErrSessionNotFound
 	} else if err != nil {
 		return nil, fmt.Errorf("loading session: %w", err)
@@ -72,7 +76,7 @@ func (r *Layer) findSession(ctx context.Context, id, caller string, forCall bool
 	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.RunsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask && info.Labels[reaper.LabelSessionCheckpointed] == "" {
 		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
-			return nil, r.endSession(ctx, c, r.exited(id))
+			return nil, r.endSession(ctx, c, r.Exited(id))
 		} else if err != nil {
 			// A request cancelled, containerd busy: no answer about the
 			// session, which must not end for it.
