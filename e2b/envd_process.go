@@ -53,12 +53,11 @@ func (p *processService) Start(ctx context.Context, req *connect.Request[pb.Star
 		return rpcError(err)
 	}
 	defer done()
-	info, err := p.s.runner.StartProcess(ctx, sb.ID, sb.Caller, preq)
-	if err != nil {
-		return rpcError(err)
-	}
 	send := func(ev *pb.ProcessEvent) error { return stream.Send(&pb.StartResponse{Event: ev}) }
-	return p.follow(ctx, sb, info, keepaliveEvery(req.Header().Get(keepaliveHeader)), send)
+	// Started and followed in one request to the sandbox's keeper.
+	return p.follow(ctx, sb, keepaliveEvery(req.Header().Get(keepaliveHeader)), send, func(ctx context.Context, fn func(runner.ProcessEvent) error) error {
+		return p.s.runner.RunProcess(ctx, sb.ID, sb.Caller, preq, fn)
+	})
 }
 
 // processRequest is a StartRequest as boxer runs it: the sandbox's env
@@ -136,22 +135,19 @@ func keepaliveEvery(h string) time.Duration {
 	return max(time.Duration(n)*time.Second, keepaliveMin)
 }
 
-// follow streams process info's events through send, from the start of
-// what its ring holds: a start event, its output, keep-alives while it
-// is quiet, and its end.
-func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.ProcessInfo, every time.Duration, send func(*pb.ProcessEvent) error) error {
+// follow streams a process's events through send, from the start of
+// what its ring holds (attach calls fn with them, the first with Start):
+// a start event, its output, keep-alives while it is quiet, and its end.
+func (p *processService) follow(ctx context.Context, sb *sandbox, every time.Duration, send func(*pb.ProcessEvent) error, attach func(context.Context, func(runner.ProcessEvent) error) error) error {
 	var mu sync.Mutex
 	locked := func(ev *pb.ProcessEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
 		return send(ev)
 	}
-	if err := locked(&pb.ProcessEvent{Event: &pb.ProcessEvent_Start{Start: &pb.ProcessEvent_StartEvent{Pid: uint32(info.PID)}}}); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
+	keepalive := func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -165,9 +161,16 @@ func (p *processService) follow(ctx context.Context, sb *sandbox, info runner.Pr
 				}
 			}
 		}
-	}()
-	err := p.s.runner.AttachProcess(ctx, sb.ID, sb.Caller, strconv.Itoa(info.ID), 0, func(ev runner.ProcessEvent) error {
+	}
+	started := false
+	err := attach(ctx, func(ev runner.ProcessEvent) error {
 		switch {
+		case ev.Start != nil && !started:
+			started = true
+			if err := locked(&pb.ProcessEvent{Event: &pb.ProcessEvent_Start{Start: &pb.ProcessEvent_StartEvent{Pid: uint32(ev.Start.PID)}}}); err != nil {
+				return err
+			}
+			go keepalive()
 		case ev.End != nil:
 			if p.s.gone(ctx, sb, *ev.End) {
 				// As E2B's: the SDKs raise a killed sandbox's
@@ -239,7 +242,9 @@ func (p *processService) Connect(ctx context.Context, req *connect.Request[pb.Co
 	}
 	defer done()
 	send := func(ev *pb.ProcessEvent) error { return stream.Send(&pb.ConnectResponse{Event: ev}) }
-	return p.follow(ctx, sb, info, keepaliveEvery(req.Header().Get(keepaliveHeader)), send)
+	return p.follow(ctx, sb, keepaliveEvery(req.Header().Get(keepaliveHeader)), send, func(ctx context.Context, fn func(runner.ProcessEvent) error) error {
+		return p.s.runner.AttachProcess(ctx, sb.ID, sb.Caller, strconv.Itoa(info.ID), 0, fn)
+	})
 }
 
 // List lists the running processes, as envd does (an ended one is gone).

@@ -161,6 +161,11 @@ func (r *Runner) AttachProcess(context.Context, string, string, string, int64, f
 	return ErrNotLinux
 }
 
+// RunProcess fails off Linux.
+func (r *Runner) RunProcess(context.Context, string, string, contract.ProcessRequest, func(contract.ProcessEvent) error) error {
+	return ErrNotLinux
+}
+
 // SessionNetwork fails off Linux.
 func (r *Runner) SessionNetwork(context.Context, string, string) (egress.Report, error) {
 	return egress.Report{}, ErrNotLinux

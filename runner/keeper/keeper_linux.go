@@ -319,6 +319,16 @@ func (k *keeper) routes() http.Handler {
 			keeperError(w, err)
 			return
 		}
+		if r.URL.Query().Get("follow") == "1" {
+			// Its output follows, from its start (RunProcess).
+			p, err := k.find(strconv.Itoa(info.ID))
+			if err != nil {
+				keeperError(w, err)
+				return
+			}
+			k.follow(w, r, p, 0)
+			return
+		}
 		writeKeeperJSON(w, info)
 	})
 	mux.HandleFunc("GET /processes", func(w http.ResponseWriter, r *http.Request) {

@@ -60,7 +60,7 @@ var errKeeperExited = errors.New("the session's keeper exited")
 // keeperAt is keeperFor of session id in runDir, whose caller owns it.
 func (r *Layer) keeperAt(ctx context.Context, runDir, id string) (*Client, error) {
 	kc := NewClient(filepath.Join(runDir, Sock))
-	if kc.Alive(ctx) {
+	if Serving(runDir) {
 		return kc, nil
 	}
 	exited, err := r.SpawnKeeper(runDir, id, Handoff{})
@@ -246,23 +246,52 @@ func (r *Layer) AttachProcess(ctx context.Context, id, caller, ref string, from 
 			return err
 		}
 		defer resp.Body.Close()
-		dec := json.NewDecoder(bufio.NewReader(resp.Body))
-		for {
-			var ev contract.ProcessEvent
-			if err := dec.Decode(&ev); err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return fmt.Errorf("following the process: the session ended or its keeper stopped (%v)", err)
-			}
-			if err := fn(ev); err != nil {
-				return err
-			}
-			if ev.End != nil {
-				return nil
-			}
-		}
+		return events(ctx, resp.Body, fn)
 	})
+}
+
+// RunProcess is StartProcess and AttachProcess of the process started,
+// in one request to the session's keeper: fn's first event has Start,
+// once the process runs.
+func (r *Layer) RunProcess(ctx context.Context, id, caller string, req contract.ProcessRequest, fn func(contract.ProcessEvent) error) error {
+	if err := req.Check(); err != nil {
+		return err
+	}
+	return r.toKeeper(ctx, id, caller, func(kc *Client) error {
+		// Counted until its keeper counts it: it has when it answers.
+		release, err := r.sessions.HoldProcess(ctx, caller, true)
+		if err != nil {
+			return err
+		}
+		resp, err := kc.do(ctx, "POST", "/processes", url.Values{"follow": {"1"}}, jsonBody(req))
+		release()
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		return events(ctx, resp.Body, fn)
+	})
+}
+
+// events calls fn with each event of a keeper's stream of a process
+// until its end (the last event has End).
+func events(ctx context.Context, body io.Reader, fn func(contract.ProcessEvent) error) error {
+	dec := json.NewDecoder(bufio.NewReader(body))
+	for {
+		var ev contract.ProcessEvent
+		if err := dec.Decode(&ev); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("following the process: the session ended or its keeper stopped (%v)", err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+		if ev.End != nil {
+			return nil
+		}
+	}
 }
 
 // toKeeper runs f with session id's keeper.
@@ -289,6 +318,18 @@ func NewClient(sock string) *Client {
 		},
 		DisableCompression: true,
 	}}}
+}
+
+// Serving says whether a keeper listens in session run directory
+// runDir: its socket takes a connection (a keeper that holds it but
+// does not answer fails the request that follows, as one that went).
+func Serving(runDir string) bool {
+	c, err := net.DialTimeout("unix", filepath.Join(runDir, Sock), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // Alive says whether a keeper answers.

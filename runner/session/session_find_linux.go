@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxer-dev/boxer/reaper"
 	"github.com/boxer-dev/boxer/runner/contract"
+	"github.com/boxer-dev/boxer/runner/keeper"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 )
@@ -65,7 +66,15 @@ func (r *Layer) findSession(ctx context.Context, id, caller string, forCall bool
 	if !ok || caller != "" && owner != caller {
 		return nil, contract.ErrSessionNotFound
 	}
+	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.RunsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
+	recErr := s.readRecord()
 	ask := !forCall || !interpreted(info.Labels[reaper.LabelSessionLang])
+	if ask && recErr == nil && s.rec.ProcServer && info.Labels[reaper.LabelSessionCheckpointed] == "" && keeper.Serving(s.runDir) {
+		// Its keeper exits with its process server, its first program:
+		// one that answers says its sandbox runs, without asking
+		// containerd (a command's every request would, 2 to 4 times).
+		ask = false
+	}
 	if reason, _ := r.expire(ctx, c, info, ask); reason != "" {
 		return nil, &contract.SessionEndedError{ID: id, Reason: reason}
 	}
@@ -73,7 +82,6 @@ func (r *Layer) findSession(ctx context.Context, id, caller string, forCall bool
 		// Its maker has not answered with it yet: it is not a session yet.
 		return nil, contract.ErrSessionNotFound
 	}
-	s := &liveSession{id: id, c: c, runDir: filepath.Join(r.RunsDir, id), labels: info.Labels, paused: info.Labels[reaper.LabelSessionPaused] != ""}
 	if ask && info.Labels[reaper.LabelSessionCheckpointed] == "" {
 		if s.task, err = c.Task(ctx, nil); errdefs.IsNotFound(err) {
 			return nil, r.endSession(ctx, c, r.Exited(id))
@@ -83,14 +91,23 @@ func (r *Layer) findSession(ctx context.Context, id, caller string, forCall bool
 			return nil, fmt.Errorf("loading session %s's task: %w", id, err)
 		}
 	}
+	if recErr != nil {
+		// Read again: one being made when first read has it now.
+		if recErr = s.readRecord(); recErr != nil {
+			return nil, fmt.Errorf("reading session %s: %w", id, recErr)
+		}
+	}
+	return s, nil
+}
+
+// readRecord reads session s's record (sessionRecord) from its run
+// directory.
+func (s *liveSession) readRecord() error {
 	data, err := os.ReadFile(filepath.Join(s.runDir, sessionRecordFile))
 	if err == nil {
 		err = json.Unmarshal(data, &s.rec)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading session %s: %w", id, err)
-	}
-	return s, nil
+	return err
 }
 
 // Sessions lists the live sessions of caller ("" for all), ending those

@@ -59,7 +59,11 @@ func (r *Layer) DialPort(ctx context.Context, id, caller string, port int) (net.
 		return r.dialRunsc(ctx, s, port)
 	}
 	// Its task's namespace: the runtime's, or its link's with egress.
-	ns := "/proc/" + strconv.Itoa(int(s.task.Pid())) + "/ns/net"
+	task, err := s.loadTask(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ns := "/proc/" + strconv.Itoa(int(task.Pid())) + "/ns/net"
 	c, err := egress.DialIn(ctx, ns, "tcp", "127.0.0.1:"+strconv.Itoa(port))
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
