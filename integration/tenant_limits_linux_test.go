@@ -298,6 +298,34 @@ func TestLimitsProcessesAndStreams(t *testing.T) {
 			}
 			code, data := start(a, sa)
 			limitAnswer(t, "a fourth process", code, data, "max-processes-per-caller", 3)
+			// One that ended frees its place at once (a start is
+			// refused only on a count made then).
+			if code, data := sessionHTTP(t, e.server, a, "POST", "/v1/sessions/"+sa+"/processes/"+refs[2]+"/signal", `{"signal":"KILL"}`); code != 204 {
+				t.Fatalf("kill: %d %s", code, data)
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				_, data := sessionHTTP(t, e.server, a, "GET", "/v1/sessions/"+sa+"/processes", "")
+				var list struct{ Processes []runner.ProcessInfo }
+				running := 0
+				if json.Unmarshal(data, &list) == nil {
+					for _, p := range list.Processes {
+						if p.Running {
+							running++
+						}
+					}
+				}
+				if running == 2 {
+					break
+				} else if time.Now().After(deadline) {
+					t.Fatalf("the killed process runs on: %s", data)
+				}
+			}
+			code, data = start(a, sa)
+			var again runner.ProcessInfo
+			if code != 201 || json.Unmarshal(data, &again) != nil {
+				t.Fatalf("a process in the place of one that ended: %d %s", code, data)
+			}
+			refs[2] = strconv.Itoa(again.ID)
 			code, data = start(b, sb)
 			var bp runner.ProcessInfo
 			if code != 201 || json.Unmarshal(data, &bp) != nil {

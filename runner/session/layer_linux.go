@@ -37,6 +37,8 @@ type Layer struct {
 	// (tenant_linux.go); watches caps all callers' watches.
 	ceilings contract.Ceilings
 	held     contract.Tally
+	// counted are callers' running processes as last counted (tenant_linux.go).
+	counted procCounts
 	watches  int
 	// roomMu orders the checks of room for new sessions; making are the
 	// sessions being made meanwhile, by ID, with their callers.

@@ -48,15 +48,91 @@ func (r *Layer) holdWatch(caller string) (func(), error) {
 // or a call in flight, against its ceiling on processes: a start counts
 // with them those its sessions' keepers run already (a call does not ask
 // them, which would slow every call).
+//
+// A start counts on a recent count (procCounts) while it is under the
+// ceiling: asking every keeper of the caller's sessions costs a request
+// to each, for every command. A start refused is refused on a count
+// made now.
 func (r *Layer) holdProcess(ctx context.Context, caller string, background bool) (func(), error) {
 	if caller == "" {
 		return func() {}, nil
 	}
-	running := 0
-	if background {
-		running = r.runningProcesses(ctx, caller)
+	per := r.ceilings.PerCaller(contract.HeldProcess)
+	if !background {
+		return r.held.Take(contract.HeldProcess, caller, per, 0, 0)
 	}
-	return r.held.Take(contract.HeldProcess, caller, r.ceilings.PerCaller(contract.HeldProcess), running, 0)
+	running, recent := r.counted.estimate(caller, time.Now())
+	if !recent {
+		running = r.runningProcesses(ctx, caller)
+		r.counted.set(caller, running, time.Now())
+	}
+	release, err := r.held.Take(contract.HeldProcess, caller, per, running, 0)
+	if err != nil && recent {
+		// Some may have ended since: count them now.
+		running = r.runningProcesses(ctx, caller)
+		r.counted.set(caller, running, time.Now())
+		release, err = r.held.Take(contract.HeldProcess, caller, per, running, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Released once its keeper counts it: counted from then on.
+	return func() {
+		release()
+		r.counted.started(caller)
+	}, nil
+}
+
+// procCounts are callers' running background processes as last counted
+// from their keepers, with those started since; an ended one stays
+// counted until the count is made again (a count never falls short).
+type procCounts struct {
+	mu sync.Mutex
+	m  map[string]procCount
+}
+
+type procCount struct {
+	at time.Time
+	n  int
+}
+
+// procCountFresh is how long a count is used.
+const procCountFresh = time.Second
+
+// estimate is caller's count, if one was made within procCountFresh.
+func (p *procCounts) estimate(caller string, now time.Time) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.m[caller]
+	if !ok || now.Sub(c.at) > procCountFresh {
+		return 0, false
+	}
+	return c.n, true
+}
+
+// set records caller's count, made at now, and forgets stale ones.
+func (p *procCounts) set(caller string, n int, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]procCount{}
+	}
+	for k, c := range p.m {
+		if now.Sub(c.at) > procCountFresh {
+			delete(p.m, k)
+		}
+	}
+	p.m[caller] = procCount{at: now, n: n}
+}
+
+// started adds a process started by caller to its count.
+func (p *procCounts) started(caller string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.m[caller]; ok {
+		c.n++
+		p.m[caller] = c
+	}
 }
 
 // runningProcesses counts the background processes that run in caller's
