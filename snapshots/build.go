@@ -14,7 +14,7 @@ import (
 
 // buildFormat changes whenever the image layout below changes, so that
 // cached images built the old way are rebuilt.
-const buildFormat = "boxer-image-v2"
+const buildFormat = "boxer-image-v3"
 
 // User is the non-root user of every image boxer builds (nobody:nogroup).
 const User = "65534:65534"

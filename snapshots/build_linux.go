@@ -230,6 +230,9 @@ func trimRootfs(rootfs string) error {
 			return fmt.Errorf("creating /%s: %w", d, err)
 		}
 	}
+	if err := quickProfile(rootfs); err != nil {
+		return err
+	}
 	return stripPrivileges(rootfs)
 }
 
