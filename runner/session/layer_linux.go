@@ -39,7 +39,7 @@ type Layer struct {
 	held     contract.Tally
 	// counted are callers' running processes as last counted (tenant_linux.go).
 	counted procCounts
-	watches  int
+	watches int
 	// roomMu orders the checks of room for new sessions; making are the
 	// sessions being made meanwhile, by ID, with their callers.
 	roomMu sync.Mutex
