@@ -179,3 +179,29 @@ func buildsLeft(dir string) []string {
 	}
 	return left
 }
+
+// e2bKernelBuild builds a template whose step prints the kernel it runs
+// on, and fails, so that its output is in the error.
+const e2bKernelBuild = `
+import { Template } from 'e2b'
+try {
+	await Template.build(Template().fromTemplate('base').runCmd('cat /proc/version; exit 3'), 'kernel-' + process.env.TOK)
+	console.log('built')
+} catch (e) {
+	console.log('error', e.name, e.message)
+}
+`
+
+// TestE2BTemplateBuildRunsc: on a server whose sandboxes run on gVisor, a
+// template's steps (a caller's commands) do too, not on runc.
+func TestE2BTemplateBuildRunsc(t *testing.T) {
+	e := startE2B(t, "--runtime", "runsc")
+	out := e.node(t, e.keys[0], e2bKernelBuild, "TOK="+token(t))
+	host, err := os.ReadFile("/proc/version")
+	must(t, err)
+	if !strings.Contains(out, "error BuildError") || !strings.Contains(out, "Linux version") || strings.Contains(out, strings.TrimSpace(string(host))) {
+		t.Errorf("a step on a runsc server: want it to fail printing gVisor's kernel, not the host's (%s):\n%s", host, out)
+	}
+	e.stop(t)
+	assertNoBuildLeft(t)
+}

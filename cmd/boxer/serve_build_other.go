@@ -11,7 +11,7 @@ import (
 )
 
 // e2bBuilder refuses: images are built only on Linux.
-func e2bBuilder(*runner.Runner) func(context.Context, imagebuild.Options) (imagebuild.Result, error) {
+func e2bBuilder(*runner.Runner, string) func(context.Context, imagebuild.Options) (imagebuild.Result, error) {
 	return func(context.Context, imagebuild.Options) (imagebuild.Result, error) {
 		return imagebuild.Result{}, errors.New("building templates needs Linux")
 	}

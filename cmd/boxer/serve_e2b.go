@@ -120,7 +120,7 @@ func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []s
 		BuildAllowHosts: c.StringSlice("e2b-build-allow-host"),
 		MaxSnapshots:    c.Int("e2b-max-snapshots"),
 		BuildDir:        filepath.Join(daemon.FromEnv().Root, "e2b-builds", c.String("namespace")),
-		Build:           e2bBuilder(r)})
+		Build:           e2bBuilder(r, cfg.Runtime)})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
