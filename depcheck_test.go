@@ -9,7 +9,7 @@ import (
 
 // TestPackageDirection keeps imports pointing one way: cmd → server →
 // runner → oci, snapshots, seccomp, cgroups, daemon, egress, secrets, reaper (→ cgroups);
-// server and e2b → audit (→ egress). Nothing below runner
+// server and e2b → audit (→ egress); e2b → e2b/interp. Nothing below runner
 // imports runner, nothing below server imports server, and no library
 // package imports cmd.
 func TestPackageDirection(t *testing.T) {
@@ -39,6 +39,10 @@ func TestPackageDirection(t *testing.T) {
 		"runner/sessionfs": {"cmd", "server", "e2b", "fleet", "audit", "runner/warm", "runner/keeper", "runner/session"},
 		"server":           {"cmd", "e2b"},
 		"e2b":              {"cmd", "server"},
+		// interp, the code interpreter, is a protocol beside e2b's on
+		// runner: e2b routes port 49999 to it and is its Host, and it
+		// knows nothing of e2b's sandboxes, records or fleet.
+		"e2b/interp": {"cmd", "server", "e2b", "fleet", "audit"},
 		// templates is below e2b's handlers: it speaks no HTTP.
 		"e2b/templates": {"cmd", "server", "e2b", "fleet", "audit"},
 		"fleet":         {"cmd", "server", "e2b", "runner"},

@@ -6,9 +6,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/e2b/interp"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -62,7 +62,7 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	}
 	results := make([]map[string]any, 0, len(forks))
 	for _, f := range forks {
-		sb := s.adoptFork(r.Context(), src, s.keptContexts(src.ID), f, timeout)
+		sb := s.adoptFork(r.Context(), src, s.interp.Contexts(src.ID), f, timeout)
 		sb.note("info", "sandbox forked", map[string]string{"from": id})
 		e := entry(r, audit.EventForked, sb.ID, http.StatusCreated)
 		e.Lang, e.Image, e.Reason = sb.Lang, sb.Image, "from "+id
@@ -72,16 +72,9 @@ func (s *Server) handleFork(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, results)
 }
 
-// keptContexts is a copy of sandbox id's code contexts.
-func (s *Server) keptContexts(id string) []codeContext {
-	s.interp.mu.Lock()
-	defer s.interp.mu.Unlock()
-	return slices.Clone(s.interp.bySandbox[id])
-}
-
 // adoptFork makes fork f of src a sandbox of this server: src's record
 // with f's ID, tokens of its own, src's code contexts, and its time.
-func (s *Server) adoptFork(ctx context.Context, src *sandbox, contexts []codeContext, f runner.Session, timeout int64) *sandbox {
+func (s *Server) adoptFork(ctx context.Context, src *sandbox, contexts []interp.CodeContext, f runner.Session, timeout int64) *sandbox {
 	sb := &sandbox{
 		ID: f.ID, Caller: src.Caller, Template: src.Template, Alias: src.Alias, Lang: src.Lang,
 		Env: src.Env, Metadata: src.Metadata, Public: src.Public, Started: f.Made,
@@ -89,14 +82,7 @@ func (s *Server) adoptFork(ctx context.Context, src *sandbox, contexts []codeCon
 		AllowHosts: src.AllowHosts, Linked: src.Linked, NetBytes: src.NetBytes, Image: src.Image,
 	}
 	sb.EnvdToken, sb.TrafficToken = s.records.tokens(sb.ID)
-	if len(contexts) > 0 {
-		s.interp.mu.Lock()
-		if s.interp.bySandbox == nil {
-			s.interp.bySandbox = map[string][]codeContext{}
-		}
-		s.interp.bySandbox[sb.ID] = contexts
-		s.interp.mu.Unlock()
-	}
+	s.interp.Adopt(sb.ID, contexts)
 	s.mu.Lock()
 	s.boxes[sb.ID] = sb
 	s.mu.Unlock()

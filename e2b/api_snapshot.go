@@ -78,7 +78,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, id, err)
 		return
 	}
-	meta, err := json.Marshal(snapshotMeta{Name: body.Name, Source: id, Record: recordOf(src, s.keptContexts(id))})
+	meta, err := json.Marshal(snapshotMeta{Name: body.Name, Source: id, Record: recordOf(src, s.interp.Contexts(id))})
 	if err != nil {
 		s.answerError(w, id, err)
 		return

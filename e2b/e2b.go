@@ -11,8 +11,9 @@
 //   - envd (port 49983: Connect-RPC process and filesystem services, HTTP
 //     /files and /health), served from the host, authenticated by the
 //     sandbox's X-Access-Token;
-//   - the code interpreter (port 49999) and any other port (proxied into
-//     the sandbox), authenticated by either token.
+//   - the code interpreter (port 49999), served by package e2b/interp through
+//     this server (interpreter.go), and any other port (proxied into the
+//     sandbox), authenticated by either token.
 //
 // A data-plane request names its sandbox and port by the E2b-Sandbox-Id and
 // E2b-Sandbox-Port headers, or by its host name <port>-<sandboxID>.<domain>.
@@ -32,6 +33,7 @@ import (
 	"time"
 
 	"github.com/boxer-dev/boxer/audit"
+	"github.com/boxer-dev/boxer/e2b/interp"
 	"github.com/boxer-dev/boxer/e2b/templates"
 	"github.com/boxer-dev/boxer/fleet"
 	"github.com/boxer-dev/boxer/runner"
@@ -142,8 +144,8 @@ type Server struct {
 	// boxes are the sandboxes made through this server, by ID: what E2B
 	// keeps beside the session (metadata, tokens, env vars).
 	boxes map[string]*sandbox
-	// interp holds the code interpreter's contexts (interp.go).
-	interp interpreters
+	// interp serves the code interpreter and holds its contexts.
+	interp *interp.Server
 	// started is when the server started: its templates' age.
 	started time.Time
 	// records keeps the sandboxes for the next server; nil: none.
@@ -213,6 +215,7 @@ func New(r *runner.Runner, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("the default network must be %q or %q, not %q", DefaultNetworkNone, DefaultNetworkAllowlist, cfg.DefaultNetwork)
 	}
 	s := &Server{runner: r, cfg: cfg, keys: map[string]string{}, boxes: map[string]*sandbox{}, started: time.Now()}
+	s.interp = interp.New(interpHost{s}, interp.Config{Runner: r, Max: cfg.Max, MaxBody: cfg.MaxBody})
 	tmpl, err := templates.New(templates.Config{
 		Build: cfg.Build, AllowHosts: cfg.BuildAllowHosts, Dir: cfg.BuildDir, MaxUpload: cfg.MaxUpload,
 		MaxCPUs: cfg.Max.CPUs, MaxMemoryBytes: cfg.Max.MemoryBytes,
@@ -270,7 +273,7 @@ func (s *Server) persist(sb *sandbox) {
 	if s.records == nil {
 		return
 	}
-	s.records.save(sb, s.keptContexts(sb.ID))
+	s.records.save(sb, s.interp.Contexts(sb.ID))
 }
 
 // token makes a sandbox's access token.

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxer-dev/boxer/e2b/interp"
 	"github.com/boxer-dev/boxer/runner"
 )
 
@@ -70,7 +71,7 @@ type record struct {
 	// Auto is its auto-pause timer: nil for one killed at its timeout.
 	Auto *autoRecord `json:"auto,omitempty"`
 	// Contexts are its code interpreter's, the default one first.
-	Contexts []codeContext `json:"contexts,omitempty"`
+	Contexts []interp.CodeContext `json:"contexts,omitempty"`
 }
 
 type autoRecord struct {
@@ -171,7 +172,7 @@ func (rs *records) path(id string) string { return filepath.Join(rs.dir, id+reco
 // save writes sb's record, replacing the one before. A failure is said
 // (writeFail) but does not fail the call that changed sb: it lives on,
 // only a later server would not know it.
-func (rs *records) save(sb *sandbox, contexts []codeContext) {
+func (rs *records) save(sb *sandbox, contexts []interp.CodeContext) {
 	if rs == nil || !validID(sb.ID) {
 		return
 	}
@@ -185,7 +186,7 @@ func (rs *records) save(sb *sandbox, contexts []codeContext) {
 }
 
 // recordOf is sb's record, with its code contexts.
-func recordOf(sb *sandbox, contexts []codeContext) record {
+func recordOf(sb *sandbox, contexts []interp.CodeContext) record {
 	rec := record{
 		ID: sb.ID, Caller: sb.Caller, Template: sb.Template, Alias: sb.Alias, Lang: sb.Lang, Image: sb.Image,
 		Env: sb.Env, Metadata: sb.Metadata, Public: sb.Public, Started: sb.Started,
@@ -369,14 +370,7 @@ func (s *Server) restore(ctx context.Context) (int, error) {
 		s.mu.Lock()
 		s.boxes[sb.ID] = sb
 		s.mu.Unlock()
-		if len(rec.Contexts) > 0 {
-			s.interp.mu.Lock()
-			if s.interp.bySandbox == nil {
-				s.interp.bySandbox = map[string][]codeContext{}
-			}
-			s.interp.bySandbox[sb.ID] = rec.Contexts
-			s.interp.mu.Unlock()
-		}
+		s.interp.Adopt(sb.ID, rec.Contexts)
 		if a := rec.Auto; a != nil {
 			sb.auto = &autoPause{resume: a.Resume, timeout: a.Timeout, at: a.At}
 			if !sess.Paused {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxer-dev/boxer/e2b/interp"
 )
 
 // TestRecords: a sandbox's record comes back whole from a second opening
@@ -25,7 +27,7 @@ func TestRecords(t *testing.T) {
 		Started: time.Now().Round(0), CPUs: 1, MemoryMB: 512, AllowHosts: []string{"pypi.test"}, Linked: true,
 		auto: &autoPause{resume: true, timeout: time.Minute, at: time.Now().Add(time.Minute).Round(0)}}
 	sb.EnvdToken, sb.TrafficToken = rs.tokens(sb.ID)
-	rs.save(sb, []codeContext{{ID: "c1", Language: "python", Cwd: "/home/user"}})
+	rs.save(sb, []interp.CodeContext{{ID: "c1", Language: "python", Cwd: "/home/user"}})
 
 	raw, err := os.ReadFile(rs.path(sb.ID))
 	if err != nil {

@@ -29,7 +29,7 @@ const (
 func (s *Server) Handler() http.Handler {
 	control := s.controlPlane()
 	envd := s.envdHandler()
-	interp := s.interpreterHandler()
+	interpreter := s.interp.Handler()
 	return s.fleetRoute(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, port, ok, err := target(r, s.cfg.Domain)
 		if err != nil {
@@ -75,7 +75,7 @@ func (s *Server) Handler() http.Handler {
 		case EnvdPort:
 			envd.ServeHTTP(w, r)
 		case InterpreterPort:
-			interp.ServeHTTP(w, r)
+			interpreter.ServeHTTP(w, r)
 		default:
 			s.proxyPort(w, r, sb, port)
 		}

@@ -1,4 +1,4 @@
-package e2b
+package interp
 
 // The code interpreter's /execute answer: E2B's JSON lines, one event a
 // line, streamed as the cell runs.
