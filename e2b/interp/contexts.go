@@ -213,12 +213,20 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) {
 	s.host.WriteJSON(w, http.StatusOK, c.wire())
 }
 
-func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
-	sb := s.host.Sandbox(r.Context())
-	id := r.PathValue("id")
+// pathContext finds context id of sb, the request's path names; a
+// missing one is answered 404.
+func (s *Server) pathContext(w http.ResponseWriter, sb Sandbox, id string) (CodeContext, string, bool) {
 	c, driver, ok := s.findContext(sb, id)
 	if !ok {
 		s.host.WriteError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s", id, sb.ID))
+	}
+	return c, driver, ok
+}
+
+func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
+	sb, id := s.host.Sandbox(r.Context()), r.PathValue("id")
+	c, driver, ok := s.pathContext(w, sb, id)
+	if !ok {
 		return
 	}
 	if driver == "" {
@@ -241,11 +249,9 @@ func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) {
-	sb := s.host.Sandbox(r.Context())
-	id := r.PathValue("id")
-	c, driver, ok := s.findContext(sb, id)
+	sb, id := s.host.Sandbox(r.Context()), r.PathValue("id")
+	c, driver, ok := s.pathContext(w, sb, id)
 	if !ok {
-		s.host.WriteError(w, http.StatusNotFound, fmt.Sprintf("context %s not found in sandbox %s", id, sb.ID))
 		return
 	}
 	if _, err := s.contextOp(r.Context(), sb, runner.Cell{Op: runner.CellReset, Context: driver, Language: c.Language, Cwd: c.Cwd}); err != nil {
