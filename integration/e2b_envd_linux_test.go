@@ -33,6 +33,7 @@ func TestE2BEnvd(t *testing.T) {
 				`run "hi\n/home/user\nbar\n" "oops\n" 0`,
 				`exit CommandExitError 3 exit status 3`,
 				`cwd /tmp`,
+				`tools 4 curl`,
 				`streamed line1,line2,line3 true`,
 				`stdin "from stdin\n"`,
 				"closed stdin 4",

@@ -23,7 +23,7 @@ func interpScript(t *testing.T, name string) string {
 // TestE2BInterp: state across cells (x = 41, then x + 1 is 42), streamed
 // output, a DataFrame's HTML, a matplotlib figure as a PNG of figsize x
 // dpi pixels (and one per plt.show()), an exception as an error with its
-// name, env vars for the sandbox and for one cell, a timeout that
+// name, env vars for the sandbox and for one cell, a `!` shell escape, a timeout that
 // interrupts the cell and keeps the state, and another language refused.
 // On runc and runsc.
 func TestE2BInterp(t *testing.T) {
@@ -35,6 +35,7 @@ func TestE2BInterp(t *testing.T) {
 				`assign undefined 0 true`,
 				`x + 1 42 2 true`,
 				`str hi`,
+				`bang sh /home/user oops '/home/user' true`,
 				`logs out 1 err stderr err,stdout out 1 7`,
 				`dataframe html,data true a {"a":[1,2]}`,
 				`plot 1 false PNG 400 240 <Figure size 400x240 with 1 Axes> drawn` + "\n",

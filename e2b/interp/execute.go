@@ -60,7 +60,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	code := *req.Code
 	if c.Language == runner.CellPython {
-		code = leadingIndent(code)
+		code = shellEscapes(leadingIndent(code))
 	}
 	// A cell may run far longer than the listener's write timeout.
 	rc := http.NewResponseController(w)

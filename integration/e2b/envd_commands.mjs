@@ -21,6 +21,8 @@ try {
   console.log('exit', e.name, e.exitCode, e.error)
 }
 console.log('cwd', (await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout.trim())
+// What E2B's base template has and commands call.
+console.log('tools', (await sbx.commands.run('python -c "print(2 + 2)" && curl --version | head -c 5')).stdout.trim().replace('\n', ' '))
 
 const chunks = []
 await sbx.commands.run('for i in 1 2 3; do echo line$i; sleep 0.3; done', { onStdout: (d) => chunks.push(d) })

@@ -9,6 +9,9 @@ ex = await sbx.runCode('x + 1')
 console.log('x + 1', ex.text, ex.executionCount, ex.results[0].isMainResult)
 ex = await sbx.runCode("'hi'")
 console.log('str', ex.text)
+// IPython's shell escape, inside indented code as E2B's tests write it.
+ex = await sbx.runCode('\n    import os\n    !echo "sh $PWD" && echo oops >&2\n    os.getcwd()')
+console.log('bang', ex.logs.stdout.join('').trim(), ex.logs.stderr.join('').trim(), ex.text, ex.error === undefined)
 
 const streamed = []
 ex = await sbx.runCode('import sys\nprint("out", 1)\nprint("err", file=sys.stderr)\n7', { onStdout: (m) => streamed.push('stdout ' + m.line.trim()), onStderr: (m) => streamed.push('stderr ' + m.line.trim()) })

@@ -154,8 +154,10 @@ var presets = map[string]Preset{
 		// tzdata is what the zoneinfo module reads; pip and the CA
 		// certificates it verifies HTTPS with serve runs with egress; git
 		// is what a coding agent works with (E2B's base template, which
-		// this preset is, has it: the SDK's sandbox.git runs it).
-		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "git"},
+		// this preset is, has it: the SDK's sandbox.git runs it), and so
+		// are curl and `python` (python-is-python3), which E2B's template
+		// has and its users' commands call.
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "git", "curl", "python-is-python3"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// The root is read-only: no bytecode cache to write.
@@ -168,7 +170,7 @@ var presets = map[string]Preset{
 		Image: "boxer/python-data",
 		// nodejs and node-typescript run the code interpreter's
 		// javascript and typescript contexts (docs/e2b.md).
-		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "git", "python3-numpy", "python3-pandas", "python3-matplotlib", "nodejs", "node-typescript"},
+		Packages: []string{"python3", "tzdata", "python3-pip", "ca-certificates", "git", "curl", "python-is-python3", "python3-numpy", "python3-pandas", "python3-matplotlib", "nodejs", "node-typescript"},
 		File:     "main.py",
 		Command:  []string{"python3", "-u"},
 		// Matplotlib draws to files (no display) and keeps its font cache
