@@ -35,7 +35,7 @@ func TestE2BInterp(t *testing.T) {
 				`assign undefined 0 true`,
 				`x + 1 42 2 true`,
 				`str hi`,
-				`bang sh /home/user oops '/home/user' true`,
+				`bang sh /home/user oops /home/user true`,
 				`logs out 1 err stderr err,stdout out 1 7`,
 				`dataframe html,data true a {"a":[1,2]}`,
 				`plot 1 false PNG 400 240 <Figure size 400x240 with 1 Axes> drawn` + "\n",
