@@ -360,6 +360,11 @@ func (s *Server) restore(ctx context.Context) (int, error) {
 	n := 0
 	for _, rec := range recs {
 		sess, ok := live[rec.ID]
+		if ok && sess.HeldElsewhere {
+			// Another server on this host made it and still runs: its
+			// sandbox, not this one's to answer for or time.
+			continue
+		}
 		if !ok || sess.Caller != rec.Caller {
 			s.records.remove(rec.ID)
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,7 +55,8 @@ console.log('stranger sees:', (await Sandbox.list().nextItems()).length)
 // next server takes them over from the node's records: the same access
 // token (derived, never stored), env vars, metadata, files, a background
 // process, and an auto-pause timer that still pauses at its time; another
-// key still sees none of them. On runc and runsc, each runtime with one
+// key still sees none of them; a server started beside the first takes
+// none of them. On runc and runsc, each runtime with one
 // of the signals (TestSessionOutlivesServer the other way round).
 func TestE2BOutlivesServer(t *testing.T) {
 	for _, c := range []struct {
@@ -67,6 +69,17 @@ func TestE2BOutlivesServer(t *testing.T) {
 			var first struct{ A, B string }
 			if err := json.Unmarshal([]byte(out), &first); err != nil || first.A == "" {
 				t.Fatalf("first script: %q: %v", out, err)
+			}
+			// A server started beside it (the same keys and state,
+			// another port) neither takes its sandboxes over nor ends
+			// them when it stops (SIGINT ends a server's own).
+			beside := slices.Clone(e.args)
+			beside[slices.Index(beside, "--e2b-listen")+1] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			by := startServer(t, beside...)
+			must(t, by.cmd.Process.Signal(syscall.SIGINT))
+			_ = by.cmd.Wait()
+			if strings.Contains(by.log.String(), "took over") {
+				t.Errorf("a server beside the live one took its sandboxes over: %s", by.log)
 			}
 			stopWith(t, e.server, c.sig, 2)
 			if r := boxer(t, nil, "run", "--lang", "bash", "-c", "true"); r.code != 0 {

@@ -97,6 +97,9 @@ type Session struct {
 	Interpreter bool `json:"interpreter"`
 	// Caller owns it (not shown to callers).
 	Caller string `json:"-"`
+	// HeldElsewhere: another live process holds it (the server that
+	// made it, which still runs beside this one); not shown to callers.
+	HeldElsewhere bool `json:"-"`
 }
 
 // Seconds is a duration written as seconds in JSON.

@@ -132,7 +132,10 @@ func (r *Layer) Sessions(ctx context.Context, caller string) ([]contract.Session
 			continue
 		}
 		used := reaper.LastUsed(info.Labels, filepath.Join(r.RunsDir, c.ID()))
-		out = append(out, sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, info.Labels, used))
+		sess := sessionInfo(c.ID(), info.Labels[reaper.LabelSession], rec, info.Labels, used)
+		owner := info.Labels[reaper.LabelOwner]
+		sess.HeldElsewhere = owner != "" && owner != r.Owner && reaper.Alive(owner)
+		out = append(out, sess)
 	}
 	return out, nil
 }
