@@ -298,7 +298,7 @@ func (s *Server) create(ctx context.Context, caller string, body newSandbox) (*s
 	sb := &sandbox{
 		ID: sess.ID, Caller: caller, Template: tmpl, Lang: lang,
 		Env: body.EnvVars, Metadata: body.Metadata,
-		Public:  body.Network != nil && body.Network.AllowPublicTraffic != nil && *body.Network.AllowPublicTraffic,
+		Public:  s.publicTraffic(body.Network),
 		Started: sess.Made, AllowHosts: hosts, Linked: len(hosts) > 0, Image: image, NetBytes: limits.NetBytes,
 		CPUs: limits.CPUs, MemoryMB: limits.MemoryBytes >> 20, DiskMB: limits.TmpBytes >> 20,
 	}

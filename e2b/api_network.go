@@ -117,3 +117,12 @@ func (s *Server) handleNetwork(w http.ResponseWriter, r *http.Request) {
 	s.cfg.Audit.Write(e)
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// publicTraffic is whether a sandbox made with n has public ports: as n
+// says, else the operator's default (Config.PublicPorts).
+func (s *Server) publicTraffic(n *network) bool {
+	if n == nil || n.AllowPublicTraffic == nil {
+		return s.cfg.PublicPorts
+	}
+	return *n.AllowPublicTraffic
+}

@@ -69,6 +69,10 @@ type Config struct {
 	// network.allowOut: DefaultNetworkNone ("" too) or
 	// DefaultNetworkAllowlist (the whole Max.AllowHosts).
 	DefaultNetwork string
+	// PublicPorts: a sandbox whose create does not say
+	// network.allowPublicTraffic has ports anyone who knows its host name
+	// reaches (E2B's default); otherwise they need its traffic token.
+	PublicPorts bool
 	// Runtime is the runtime of sandboxes ("" is runc).
 	Runtime string
 	// MaxBody bounds a control-plane request body.

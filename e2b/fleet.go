@@ -67,7 +67,7 @@ func (s *Server) toHolder(w http.ResponseWriter, r *http.Request, id string, nex
 	case errors.Is(err, fleet.ErrForged), err == nil && !place.Local && fleet.Forwarded(r):
 		// What a sandbox that never existed gets (see Handler), and never
 		// a second hop.
-		writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": id, "message": "The sandbox was not found: it never existed, was killed or timed out", "code": http.StatusBadGateway})
+		writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": id, "message": sandboxNotFound, "code": http.StatusBadGateway})
 	case errors.Is(err, fleet.ErrGone):
 		writeJSON(w, http.StatusGone, map[string]any{"sandboxId": id, "message": "sandbox " + id + ": " + err.Error(), "code": http.StatusGone})
 	case err != nil:

@@ -25,6 +25,11 @@ const (
 	headerTrafficToken = "E2b-Traffic-Access-Token"
 )
 
+// sandboxNotFound is what E2B's proxy says, to the letter, of a request
+// to a sandbox that never existed, was killed or timed out: its SDKs' and
+// tests' callers compare it.
+const sandboxNotFound = "The sandbox was not found"
+
 // Handler answers the control plane and every sandbox's data plane.
 func (s *Server) Handler() http.Handler {
 	control := s.controlPlane()
@@ -49,7 +54,7 @@ func (s *Server) Handler() http.Handler {
 		if !found {
 			// As E2B's own proxy answers: the SDKs read a 502 as a
 			// sandbox that is not running (any more).
-			writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": quote.Cut(id), "message": "The sandbox was not found: it never existed, was killed or timed out", "code": http.StatusBadGateway})
+			writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": quote.Cut(id), "message": sandboxNotFound, "code": http.StatusBadGateway})
 			return
 		}
 		if !sb.allowed(r, port) {

@@ -17,7 +17,10 @@ import (
 
 // Routing: by host names <port>-<sandboxID>.<domain> over TLS with a test
 // CA (E2B_DOMAIN), and by headers (E2B_SANDBOX_URL); a port inside the
-// sandbox through getHost, only with the sandbox's token.
+// sandbox through getHost, only with the sandbox's token unless the
+// operator makes ports public (--e2b-public-ports, E2B's default) and the
+// sandbox does not ask for private ones; a killed sandbox's 502 in E2B's
+// words.
 
 // e2bPortScript starts an HTTP server in the sandbox with a background
 // command and fetches a file from it through boxer, as getHost names it
@@ -25,7 +28,7 @@ import (
 const e2bPortScript = `
 import { Sandbox } from 'e2b'
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const sbx = await Sandbox.create()
+const sbx = await Sandbox.create(process.env.PRIVATE ? { network: { allowPublicTraffic: false } } : {})
 await sbx.files.write('/tmp/www/hello.txt', 'hello from the sandbox')
 const server = await sbx.commands.run('python3 -m http.server 8000 --directory /tmp/www', { background: true })
 const byHeaders = !!process.env.E2B_SANDBOX_URL
@@ -45,6 +48,8 @@ const envdRoute = byHeaders ? { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Po
 console.log('envd, traffic token', (await fetch(envd, { headers: { ...envdRoute, 'E2b-Traffic-Access-Token': sbx.trafficAccessToken } })).status)
 await server.kill()
 await sbx.kill()
+const gone = await fetch(url, { headers: route })
+console.log('killed', gone.status, (await gone.json()).message)
 `
 
 // resolveScript makes every name under TEST_DOMAIN resolve to loopback in
@@ -71,7 +76,7 @@ func TestE2BRouting(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			e := startE2B(t, "--runtime", rt, "--e2b-domain", "sb.test:$PORT", "--tls-cert", cert, "--tls-key", key)
 			port := e.api[strings.LastIndex(e.api, ":")+1:]
-			want := "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401"
+			want := "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401\nkilled 502 The sandbox was not found"
 			got := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript,
 				"E2B_DOMAIN=sb.test:"+port, "TEST_DOMAIN=sb.test", "NODE_EXTRA_CA_CERTS="+ca, "NODE_OPTIONS=--import="+resolve))
 			if got != want {
@@ -83,8 +88,18 @@ func TestE2BRouting(t *testing.T) {
 	}
 	// By headers, without TLS.
 	e := startE2B(t)
-	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401"; got != want {
+	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401\nkilled 502 The sandbox was not found"; got != want {
 		t.Errorf("headers: got\n%s\nwant\n%s", got, want)
+	}
+	e.stop(t)
+	// --e2b-public-ports: E2B's default, public ports (never envd's)
+	// unless the sandbox asks for private ones.
+	e = startE2B(t, "--e2b-public-ports")
+	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript)), "port hello from the sandbox\nno token 200\nwrong token 200\nenvd, traffic token 401\nkilled 502 The sandbox was not found"; got != want {
+		t.Errorf("public ports: got\n%s\nwant\n%s", got, want)
+	}
+	if got, want := strings.TrimSpace(e.node(t, e.keys[0], e2bPortScript, "PRIVATE=1")), "port hello from the sandbox\nno token 403\nwrong token 403\nenvd, traffic token 401\nkilled 502 The sandbox was not found"; got != want {
+		t.Errorf("public ports, a private sandbox: got\n%s\nwant\n%s", got, want)
 	}
 	e.stop(t)
 	assertClean(t)

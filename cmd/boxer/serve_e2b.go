@@ -26,6 +26,7 @@ func e2bFlags() []cli.Flag {
 		&cli.StringFlag{Name: "e2b-listen", Usage: "also serve E2B's API (control plane, envd, code interpreter, ports) on `ADDR`, for E2B's SDKs"},
 		&cli.StringFlag{Name: "e2b-key-file", Usage: "E2B API keys (e2b_<hex>, one per line) accepted on --e2b-listen, in `FILE`; each a caller of its own"},
 		&cli.StringFlag{Name: "e2b-default-network", Value: e2b.DefaultNetworkNone, Usage: "what an E2B sandbox gets for allow_internet_access: true without network.allowOut (every SDK up to 2.50 sends it): `none` (no network) or allowlist (the whole --allow-host list)"},
+		&cli.BoolFlag{Name: "e2b-public-ports", Usage: "a sandbox that does not set network.allowPublicTraffic gets ports anyone who knows its host name reaches, as on E2B's cloud; without it, they need the sandbox's traffic token (envd always needs its access token)"},
 		&cli.StringFlag{Name: "e2b-domain", Usage: "route <port>-<sandboxID>.`DOMAIN` host names to sandboxes (E2B_DOMAIN for the SDKs; a wildcard DNS name and certificate); DOMAIN:PORT when the listener is not on 443"},
 		&cli.StringSliceFlag{Name: "e2b-build-allow-host", Usage: "let E2B template builds' steps (Template.build) reach `HOST[:PORT]` (repeatable, as image build's --allow-host); default: no network"},
 		&cli.IntFlag{Name: "e2b-max-snapshots", Value: e2b.DefaultMaxSnapshots, Usage: "the most snapshots (Sandbox.createSnapshot, on gVisor) one E2B key keeps at once, each its sandbox's memory and files on disk, until deleted"},
@@ -84,7 +85,7 @@ func e2bKeys(p string) ([]string, error) {
 func e2bListen(c *cli.Context) (net.Listener, []string, error) {
 	addr := c.String("e2b-listen")
 	if addr == "" {
-		for _, f := range []string{"e2b-key-file", "e2b-domain", "e2b-default-network", "e2b-build-allow-host", "e2b-max-snapshots"} {
+		for _, f := range []string{"e2b-key-file", "e2b-domain", "e2b-default-network", "e2b-public-ports", "e2b-build-allow-host", "e2b-max-snapshots"} {
 			if c.IsSet(f) {
 				return nil, nil, fail("--%s is for --e2b-listen: give that too", f)
 			}
@@ -116,7 +117,7 @@ func e2bHTTPServer(c *cli.Context, r *runner.Runner, cfg server.Config, keys []s
 	// Its sandboxes are the node's, as boxer's sessions are: their records
 	// wait for the next server in boxer's state directory.
 	records := filepath.Join(daemon.FromEnv().State, "e2b", c.String("namespace"))
-	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit, Records: records, Heir: server.SessionHeir,
+	srv, err := e2b.New(r, e2b.Config{Keys: keys, Domain: c.String("e2b-domain"), DefaultNetwork: c.String("e2b-default-network"), PublicPorts: c.Bool("e2b-public-ports"), Max: cfg.Max, Sessions: cfg.Sessions, Runtime: cfg.Runtime, MaxBody: cfg.MaxBody, Fleet: cfg.Fleet, Audit: cfg.Audit, Records: records, Heir: server.SessionHeir,
 		BuildAllowHosts: c.StringSlice("e2b-build-allow-host"),
 		MaxSnapshots:    c.Int("e2b-max-snapshots"),
 		BuildDir:        filepath.Join(daemon.FromEnv().Root, "e2b-builds", c.String("namespace")),
