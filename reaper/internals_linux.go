@@ -311,14 +311,47 @@ func runscDebrisIDs(root string, age time.Duration) []string {
 	return ids
 }
 
+// runscStateIDs returns the IDs of boxer's containers (named bx...) with
+// a runsc state file in root ("<sandbox>_sandbox:<id>.state") older than
+// age.
+func runscStateIDs(root string, age time.Duration) []string {
+	entries, _ := os.ReadDir(root)
+	var ids []string
+	for _, e := range entries {
+		rest, ok := strings.CutSuffix(e.Name(), ".state")
+		_, id, found := strings.Cut(rest, "_sandbox:")
+		if !ok || !found || !strings.HasPrefix(id, "bx") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) >= age {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 // reapRunscDebris removes what runsc left of boxer's containers that are
-// gone: a lock and a control socket with no state file beside them, which
-// runsc itself never removes. They are seen after a server's gVisor
+// gone: a whole state, or a lock and a control socket with no state file
+// beside them, which runsc itself never removes. They are seen after a server's gVisor
 // sandboxes made ahead are removed as it stops (a few per bench run), not
 // only after a boxer's death, so each pass looks for them, leaving alone
 // the files of a container that exists and any younger than debrisAge.
 func (cfg Config) reapRunscDebris(ctx context.Context) {
 	root := filepath.Join(RuncRoot, cfg.Namespace)
+	// A whole state of a container containerd no longer has: a create
+	// that finished after its sandbox was reaped (seen when a server was
+	// killed as it filled a gVisor warm pool, at a load of 17). Swept as
+	// a lost sandbox is: runsc delete, then its processes.
+	var lost []string
+	for _, id := range runscStateIDs(root, debrisAge) {
+		if _, err := cfg.Client.LoadContainer(ctx, id); errdefs.IsNotFound(err) {
+			lost = append(lost, id)
+		}
+	}
+	if len(lost) > 0 {
+		log.G(ctx).Debugf("sandboxes %s: runsc states with no container, swept", strings.Join(lost, " "))
+		cfg.sweep(ctx, lost)
+	}
 	for _, id := range runscDebrisIDs(root, debrisAge) {
 		if !strings.HasPrefix(id, "bx") {
 			continue

@@ -70,7 +70,8 @@ func TestShimScriptAnswer(t *testing.T) {
 }
 
 // TestRunscDebrisIDs finds the containers runsc left a lock or a control
-// socket of without a state file, old enough, and nothing else.
+// socket of without a state file, old enough, and nothing else; and
+// runscStateIDs those of boxer's with an old enough state file.
 func TestRunscDebrisIDs(t *testing.T) {
 	root := t.TempDir()
 	old := time.Now().Add(-2 * debrisAge)
@@ -83,6 +84,8 @@ func TestRunscDebrisIDs(t *testing.T) {
 		"runsc-bx-live.sock":             true,
 		"bx-young_sandbox:bx-young.lock": false, // too young
 		"bx-runc":                        true,  // runc's, not runsc's
+		"bx-new_sandbox:bx-new.state":    false, // a state too young
+		"other_sandbox:other.state":      true,  // not boxer's
 	}
 	for name, aged := range files {
 		p := filepath.Join(root, name)
@@ -94,6 +97,9 @@ func TestRunscDebrisIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	if got, want := runscStateIDs(root, debrisAge), []string{"bx-live"}; !slices.Equal(got, want) {
+		t.Errorf("runscStateIDs = %q, want %q", got, want)
 	}
 	got := runscDebrisIDs(root, debrisAge)
 	sort.Strings(got)
