@@ -332,10 +332,11 @@ func runscStateIDs(root string, age time.Duration) []string {
 
 // reapRunscDebris removes what runsc left of boxer's containers that are
 // gone: a whole state, or a lock and a control socket with no state file
-// beside them, which runsc itself never removes. They are seen after a server's gVisor
-// sandboxes made ahead are removed as it stops (a few per bench run), not
-// only after a boxer's death, so each pass looks for them, leaving alone
-// the files of a container that exists and any younger than debrisAge.
+// beside them, which runsc itself never removes. They are seen after a
+// server's gVisor sandboxes made ahead are removed as it stops (a few per
+// bench run), not only after a boxer's death, so each pass looks for
+// them, leaving alone the files of a container that exists and any
+// younger than debrisAge.
 func (cfg Config) reapRunscDebris(ctx context.Context) {
 	root := filepath.Join(RuncRoot, cfg.Namespace)
 	// A whole state of a container containerd no longer has: a create
