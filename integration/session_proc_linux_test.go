@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +31,33 @@ func sessionExec(t *testing.T, stdin string, args ...string) run {
 		r.code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("session exec: %v", err)
+	}
+	return r
+}
+
+// interruptExec runs script with 'boxer session exec' in the foreground
+// and sends boxer SIGINT once the script has written its first line.
+func interruptExec(t *testing.T, id, script string) run {
+	t.Helper()
+	cmd := exec.Command(boxerBin, "--namespace", namespace, "session", "exec", id, "--", "sh", "-c", script)
+	cmd.Env = testEnv
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+	defer timer.Stop()
+	br := bufio.NewReader(out)
+	first, _ := br.ReadString('\n')
+	if first != "" {
+		_ = cmd.Process.Signal(os.Interrupt)
+	}
+	rest, _ := io.ReadAll(br)
+	err = cmd.Wait()
+	r := run{stdout: first + string(rest), stderr: errb.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
 	}
 	return r
 }
@@ -112,6 +139,10 @@ func TestSessionProcesses(t *testing.T) {
 			}
 			if r := sessionExec(t, "", id, "--env", "GREETING=hi there", "--cwd", "/tmp", "--", "sh", "-c", `echo "$GREETING in $(pwd) as $(id -u)"`); r.stdout != "hi there in /tmp as 65534\n" {
 				t.Errorf("env and cwd: %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			// boxer's SIGINT goes to the process, which ends as it chooses.
+			if r := interruptExec(t, id, `trap 'echo got INT; exit 5' INT; echo ready; while :; do sleep 0.1; done`); r.code != 5 || r.stdout != "ready\ngot INT\n" {
+				t.Errorf("SIGINT to boxer: %d %q %q, want 5 \"ready\" \"got INT\"", r.code, r.stdout, r.stderr)
 			}
 
 			// A background server that says it is ready, counts, and ends

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,36 +66,18 @@ func addProcessTools(s *mcp.Server, r *runner.Runner, max runner.Maxima) {
 		if strings.TrimSpace(in.Command) == "" {
 			return nil, ExecCommandOutput{}, &APIError{Field: "command", Message: "is required"}
 		}
-		info, err := r.StartProcess(ctx, in.SessionID, mcpCaller, runner.ProcessRequest{Args: []string{"/bin/sh", "-c", in.Command}, Tag: in.Tag})
+		req := runner.ProcessRequest{Args: []string{"/bin/sh", "-c", in.Command}, Tag: in.Tag}
+		if in.Background {
+			info, err := r.StartProcess(ctx, in.SessionID, mcpCaller, req)
+			if err != nil {
+				return nil, ExecCommandOutput{}, err
+			}
+			return textResult(fmt.Sprintf("started process %d (pid %d) in the background", info.ID, info.PID)), ExecCommandOutput{Process: info}, nil
+		}
+		out, err := execForeground(ctx, r, in.SessionID, req, timeout)
 		if err != nil {
 			return nil, ExecCommandOutput{}, err
 		}
-		out := ExecCommandOutput{Process: info}
-		if in.Background {
-			return textResult(fmt.Sprintf("started process %d (pid %d) in the background", info.ID, info.PID)), out, nil
-		}
-		ref := fmt.Sprint(info.ID)
-		wctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		var stdout, stderr bytes.Buffer
-		err = r.AttachProcess(wctx, in.SessionID, mcpCaller, ref, 0, func(ev runner.ProcessEvent) error {
-			switch {
-			case ev.Stream == runner.StreamStderr:
-				stderr.Write(ev.Data)
-			case ev.Stream != "":
-				stdout.Write(ev.Data)
-			case ev.End != nil:
-				out.Process = *ev.End
-			}
-			return nil
-		})
-		if wctx.Err() != nil && ctx.Err() == nil {
-			out.TimedOut = true
-			_ = r.SignalProcess(context.WithoutCancel(ctx), in.SessionID, mcpCaller, ref, syscall.SIGKILL)
-		} else if err != nil {
-			return nil, ExecCommandOutput{}, err
-		}
-		out.Stdout, out.Stderr = runner.ValidUTF8(stdout.Bytes()), runner.ValidUTF8(stderr.Bytes())
 		text := out.Stdout + out.Stderr
 		switch {
 		case out.TimedOut:
@@ -128,6 +111,43 @@ func addProcessTools(s *mcp.Server, r *runner.Runner, max runner.Maxima) {
 		}
 		return textResult("sent " + sig.String() + " to process " + in.Process), struct{}{}, nil
 	})
+}
+
+// execForeground starts req and follows it to its end in one request to
+// the session's keeper, killing it timeout after it started.
+func execForeground(ctx context.Context, r *runner.Runner, id string, req runner.ProcessRequest, timeout time.Duration) (ExecCommandOutput, error) {
+	var out ExecCommandOutput
+	var stdout, stderr bytes.Buffer
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timedOut atomic.Bool
+	var timer *time.Timer
+	ended := false
+	err := r.RunProcess(wctx, id, mcpCaller, req, func(ev runner.ProcessEvent) error {
+		switch {
+		case ev.Start != nil:
+			out.Process = *ev.Start
+			timer = time.AfterFunc(timeout, func() { timedOut.Store(true); cancel() })
+		case ev.Stream == runner.StreamStderr:
+			stderr.Write(ev.Data)
+		case ev.Stream != "":
+			stdout.Write(ev.Data)
+		case ev.End != nil:
+			out.Process, ended = *ev.End, true
+		}
+		return nil
+	})
+	if timer != nil {
+		timer.Stop()
+	}
+	if timedOut.Load() && !ended && ctx.Err() == nil {
+		out.TimedOut = true
+		_ = r.SignalProcess(context.WithoutCancel(ctx), id, mcpCaller, fmt.Sprint(out.Process.ID), syscall.SIGKILL)
+	} else if err != nil {
+		return ExecCommandOutput{}, err
+	}
+	out.Stdout, out.Stderr = runner.ValidUTF8(stdout.Bytes()), runner.ValidUTF8(stderr.Bytes())
+	return out, nil
 }
 
 func textResult(text string) *mcp.CallToolResult {

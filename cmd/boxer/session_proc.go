@@ -70,43 +70,69 @@ func sessionExecAction(c *cli.Context) error {
 		return err
 	}
 	defer r.Close()
-	info, err := r.StartProcess(c.Context, id, "", req)
-	if err != nil {
-		return processError(id, err)
-	}
 	if c.Bool("bg") {
+		info, err := r.StartProcess(c.Context, id, "", req)
+		if err != nil {
+			return processError(id, err)
+		}
 		if c.Bool("json") {
 			return json.NewEncoder(os.Stdout).Encode(info)
 		}
 		fmt.Printf("%d\t%d\n", info.ID, info.PID)
 		return nil
 	}
-	ref := fmt.Sprint(info.ID)
-	if tty && isTerminal(os.Stdin) {
-		restore, err := rawTerminal(os.Stdin)
-		if err == nil {
-			defer restore()
-		}
-		go followResize(c.Context, r, id, ref)
-	}
-	// Stdin goes on as it comes, and ends the process's at its end; a
-	// terminal stays open, as it would for a program whose typist stopped.
-	go func() {
-		if err := r.SendStdin(context.WithoutCancel(c.Context), id, "", ref, os.Stdin, !tty); err != nil {
-			log.L.WithError(err).Debug("sending stdin")
-		}
-	}()
+	// Started and followed in one request to the session's keeper; what
+	// needs the process's number starts once it runs.
+	started, done := make(chan string, 1), make(chan struct{})
+	defer close(done)
+	restore := func() {}
+	defer func() { restore() }()
 	// boxer's own SIGINT or SIGTERM goes to the process, which then ends
 	// as it chooses; boxer follows it to its end.
 	go func() {
-		<-c.Context.Done()
+		var ref string
+		select {
+		case ref = <-started:
+		case <-done:
+			return
+		}
+		select {
+		case <-c.Context.Done():
+		case <-done:
+			return
+		}
 		sig, _ := caught.Load().(syscall.Signal)
 		if sig == 0 {
 			sig = syscall.SIGINT
 		}
 		_ = r.SignalProcess(context.Background(), id, "", ref, sig)
 	}()
-	end, err := follow(context.WithoutCancel(c.Context), r, id, ref)
+	onStart := func(info runner.ProcessInfo) {
+		ref := fmt.Sprint(info.ID)
+		started <- ref
+		if tty && isTerminal(os.Stdin) {
+			if undo, err := rawTerminal(os.Stdin); err == nil {
+				restore = undo
+			}
+			go followResize(c.Context, r, id, ref)
+		}
+		// Stdin goes on as it comes, and ends the process's at its end; a
+		// terminal stays open, as it would for a program whose typist
+		// stopped.
+		go func() {
+			if err := r.SendStdin(context.WithoutCancel(c.Context), id, "", ref, os.Stdin, !tty); err != nil {
+				log.L.WithError(err).Debug("sending stdin")
+			}
+		}()
+	}
+	var end *runner.ProcessInfo
+	err = r.RunProcess(context.WithoutCancel(c.Context), id, "", req, func(ev runner.ProcessEvent) error {
+		if ev.Start != nil {
+			onStart(*ev.Start)
+		}
+		end = printEvent(ev, end)
+		return nil
+	})
 	if err != nil {
 		return processError(id, err)
 	}
@@ -118,19 +144,26 @@ func sessionExecAction(c *cli.Context) error {
 func follow(ctx context.Context, r *runner.Runner, id, ref string) (*runner.ProcessInfo, error) {
 	var end *runner.ProcessInfo
 	err := r.AttachProcess(ctx, id, "", ref, 0, func(ev runner.ProcessEvent) error {
-		switch {
-		case ev.Dropped > 0:
-			fmt.Fprintf(os.Stderr, "boxer: %d bytes of earlier output are gone (the session keeps the last %d)\n", ev.Dropped, runner.DefaultRingBytes)
-		case ev.Stream == runner.StreamStderr:
-			_, _ = os.Stderr.Write(ev.Data)
-		case ev.Stream != "":
-			_, _ = os.Stdout.Write(ev.Data)
-		case ev.End != nil:
-			end = ev.End
-		}
+		end = printEvent(ev, end)
 		return nil
 	})
 	return end, err
+}
+
+// printEvent writes a process's event to stdout or stderr and returns
+// its end, if the event is its end, or else end.
+func printEvent(ev runner.ProcessEvent, end *runner.ProcessInfo) *runner.ProcessInfo {
+	switch {
+	case ev.Dropped > 0:
+		fmt.Fprintf(os.Stderr, "boxer: %d bytes of earlier output are gone (the session keeps the last %d)\n", ev.Dropped, runner.DefaultRingBytes)
+	case ev.Stream == runner.StreamStderr:
+		_, _ = os.Stderr.Write(ev.Data)
+	case ev.Stream != "":
+		_, _ = os.Stdout.Write(ev.Data)
+	case ev.End != nil:
+		return ev.End
+	}
+	return end
 }
 
 func exitOf(p *runner.ProcessInfo) int {
