@@ -24,16 +24,10 @@ type fileEntry struct {
 	Type string `json:"type"`
 }
 
-// filesRequest checks a /files request's user and that it has no
-// signature; false when it answered the request itself.
+// filesRequest checks a /files request's user (its token or signature
+// was checked on the way in); false when it answered the request itself.
 func filesRequest(w http.ResponseWriter, r *http.Request) bool {
 	q := r.URL.Query()
-	if q.Has("signature") || q.Has("signature_expiration") {
-		// Signed URLs are for a browser without the access token; boxer
-		// checks the token on every request and no signature.
-		writeError(w, http.StatusBadRequest, "signature: boxer does not serve E2B's signed file URLs; send the request with the sandbox's access token (X-Access-Token), as files.read and files.write do")
-		return false
-	}
 	user, err := basicUser(r.Header)
 	if err == nil && q.Has("username") {
 		user = q.Get("username")

@@ -57,7 +57,13 @@ func (s *Server) Handler() http.Handler {
 			writeJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": quote.Cut(id), "message": sandboxNotFound, "code": http.StatusBadGateway})
 			return
 		}
-		if !sb.allowed(r, port) {
+		if port == EnvdPort && signedFiles(r) {
+			// A signed file URL: the signature is its authentication.
+			if err := sb.checkSignature(r, time.Now()); err != nil {
+				writeError(w, http.StatusUnauthorized, err.Error())
+				return
+			}
+		} else if !sb.allowed(r, port) {
 			// As E2B: envd refuses a request without its token (401),
 			// E2B's proxy any other port's (403).
 			code := http.StatusForbidden
