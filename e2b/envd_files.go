@@ -19,9 +19,10 @@ import (
 
 // fileEntry is what POST /files answers for each file written.
 type fileEntry struct {
-	Path string `json:"path"`
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Path     string            `json:"path"`
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // filesRequest checks a /files request's user (its token or signature
@@ -85,6 +86,12 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 	}
 	sb := sandboxFrom(r.Context())
 	q := r.URL.Query()
+	// Checked before anything is written: a refused write writes nothing.
+	md, err := fileMetadata(r.Header)
+	if err != nil {
+		writeFilesError(w, err)
+		return
+	}
 	var out []fileEntry
 	write := func(name string, body io.Reader) bool {
 		p, err := sandboxPath(name)
@@ -93,11 +100,14 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 			return false
 		}
 		e, err := s.runner.WriteSessionPath(r.Context(), sb.ID, sb.Caller, p, body)
+		if err == nil && len(md) > 0 {
+			e, err = s.runner.SetSessionMetadata(r.Context(), sb.ID, sb.Caller, p, md)
+		}
 		if err != nil {
 			writeFilesError(w, err)
 			return false
 		}
-		out = append(out, fileEntry{Path: e.Path, Name: e.Name, Type: "file"})
+		out = append(out, fileEntry{Path: e.Path, Name: e.Name, Type: "file", Metadata: e.Metadata})
 		return true
 	}
 	body := r.Body
@@ -114,12 +124,6 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Content-Encoding %q: send the body as it is, or gzip", r.Header.Get("Content-Encoding")))
 		return
-	}
-	for h := range r.Header {
-		if strings.HasPrefix(h, "X-Metadata-") {
-			writeError(w, http.StatusBadRequest, h+": boxer keeps no metadata on files; leave the metadata option unset")
-			return
-		}
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	switch mt {
@@ -177,6 +181,24 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// fileMetadata is the metadata a write gives its files: the X-Metadata-KEY
+// headers (a key lower-cased, a header's first value), as E2B's envd
+// reads them.
+func fileMetadata(h http.Header) (map[string]string, error) {
+	var md map[string]string
+	for name, vs := range h {
+		key, ok := strings.CutPrefix(name, "X-Metadata-")
+		if !ok || key == "" || len(vs) == 0 {
+			continue
+		}
+		if md == nil {
+			md = map[string]string{}
+		}
+		md[strings.ToLower(key)] = vs[0]
+	}
+	return md, runner.CheckFileMetadata(md)
 }
 
 // writeFilesError answers a runner error as envd's /files does.

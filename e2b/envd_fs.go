@@ -57,6 +57,7 @@ func entryInfo(e runner.FileEntry) *pb.EntryInfo {
 	info := &pb.EntryInfo{
 		Name: e.Name, Path: e.Path, Size: e.Size, Mode: e.Mode, Permissions: e.Permissions,
 		Owner: ownerName(e.UID), Group: ownerName(e.GID), ModifiedTime: timestamppb.New(e.ModifiedAt),
+		Metadata: e.Metadata,
 	}
 	switch e.Type {
 	case runner.FileTypeFile:

@@ -322,6 +322,8 @@ var (
 	ErrSessionNotFound = contract.ErrSessionNotFound
 	// ErrSessionPaused is contract.ErrSessionPaused.
 	ErrSessionPaused = contract.ErrSessionPaused
+	// CheckFileMetadata is contract.CheckFileMetadata.
+	CheckFileMetadata = contract.CheckFileMetadata
 	// CheckLimit is contract.CheckLimit.
 	CheckLimit = contract.CheckLimit
 	// EndText is contract.EndText.

@@ -21,6 +21,11 @@ func (r *Runner) WriteSessionPath(context.Context, string, string, string, io.Re
 	return contract.FileEntry{}, ErrNotLinux
 }
 
+// SetSessionMetadata fails off Linux.
+func (r *Runner) SetSessionMetadata(context.Context, string, string, string, map[string]string) (contract.FileEntry, error) {
+	return contract.FileEntry{}, ErrNotLinux
+}
+
 // StatSessionPath fails off Linux.
 func (r *Runner) StatSessionPath(context.Context, string, string, string) (contract.FileEntry, error) {
 	return contract.FileEntry{}, ErrNotLinux

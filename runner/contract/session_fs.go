@@ -44,6 +44,9 @@ type FileEntry struct {
 	GID           uint32    `json:"gid"`
 	ModifiedAt    time.Time `json:"modified_at"`
 	SymlinkTarget string    `json:"symlink_target,omitempty"`
+	// Metadata is a regular file's user.e2b.* extended attributes (E2B's
+	// file metadata), without the prefix.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // The types of a FileEvent, fsnotify's operations.

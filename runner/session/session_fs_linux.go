@@ -60,6 +60,19 @@ func (r *Layer) WriteSessionPath(ctx context.Context, id, caller, p string, data
 	return e, err
 }
 
+// SetSessionMetadata replaces the metadata of the regular file at p in
+// session id of caller (none: it keeps none) and describes the file.
+func (r *Layer) SetSessionMetadata(ctx context.Context, id, caller, p string, md map[string]string) (e contract.FileEntry, err error) {
+	if err := contract.CheckFileMetadata(md); err != nil {
+		return contract.FileEntry{}, err
+	}
+	err = r.sessionOp(ctx, id, caller, p, func(f *sessionfs.Files, sp sessionfs.Path) error {
+		e, err = f.SetMeta(sp, md)
+		return err
+	})
+	return e, err
+}
+
 // StatSessionPath describes what p names in session id of caller; a
 // symlink is described, not followed.
 func (r *Layer) StatSessionPath(ctx context.Context, id, caller, p string) (e contract.FileEntry, err error) {

@@ -70,8 +70,9 @@ func (f *Files) Write(p Path, data io.Reader) (contract.FileEntry, error) {
 		}
 		if created {
 			err = fl.Chown(int(f.uid), int(f.gid))
-		} else {
-			err = fl.Truncate(0)
+		} else if err = fl.Truncate(0); err == nil {
+			// New content: the old one's metadata goes.
+			err = clearMeta(int(fl.Fd()))
 		}
 		if err == nil {
 			_, err = io.Copy(fl, data)
@@ -140,8 +141,11 @@ func (f *Files) entry(root *os.Root, p Path) (contract.FileEntry, error) {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		e.UID, e.GID = f.sandboxID(sys.Uid), f.sandboxID(sys.Gid)
 	}
-	if e.Type == contract.FileTypeSymlink {
+	switch e.Type {
+	case contract.FileTypeSymlink:
 		e.SymlinkTarget, _ = root.Readlink(p.Rel)
+	case contract.FileTypeFile:
+		e.Metadata = readMeta(root, p)
 	}
 	return e, nil
 }
