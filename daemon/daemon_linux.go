@@ -205,6 +205,13 @@ disabled_plugins = [
 
 [ttrpc]
   address = %q
+
+# A shim is told to shut down once its last task is deleted, within this
+# (containerd's default, 3s): past it containerd gives up, logs "the shim
+# might be leaked", and the shim stays for good. Under load (seen at 3
+# test runs on 2 cores) 3s was not enough.
+[timeouts]
+  "io.containerd.timeout.shim.shutdown" = "30s"
 `, version, c.ContainerdRoot(), c.ContainerdState(), c.Address(), c.Address()+".ttrpc")
 	return os.WriteFile(c.ConfigFile(), []byte(cfg), 0o600)
 }

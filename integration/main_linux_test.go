@@ -47,6 +47,12 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if os.Getenv(fakeShimEnv) != "" {
+		// A stand-in for a shim containerd lost (TestLostShimSwept):
+		// it only waits to be ended.
+		time.Sleep(10 * time.Minute)
+		return 0
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "integration tests need root (they start containerd and runc)")
 		return 1

@@ -126,6 +126,7 @@ func (cfg Config) reap(ctx context.Context) {
 	}
 	cfg.reapRecords(ctx)
 	cfg.reapRunscDebris(ctx)
+	cfg.reapLostShims(ctx)
 	// Run directories of runs that died before their container existed.
 	entries, _ := os.ReadDir(cfg.Runs)
 	for _, e := range entries {

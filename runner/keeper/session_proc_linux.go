@@ -41,16 +41,25 @@ func (r *Layer) keeperFor(ctx context.Context, id, caller string) (*Client, erro
 	}
 	kc, err := r.keeperAt(ctx, runDir, id)
 	if errors.Is(err, errKeeperExited) {
-		// Mostly a session that is ending: its keeper exits with its
-		// sandbox's first program, and gVisor's task is seen stopped a
-		// moment after. Its end says why better.
-		for deadline := time.Now().Add(keeperRival); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if _, lerr := r.sessions.RunDir(ctx, id, caller); lerr != nil {
-				return nil, lerr
-			}
+		if lerr := r.endedMeanwhile(ctx, id, caller); lerr != nil {
+			return nil, lerr
 		}
 	}
 	return kc, err
+}
+
+// endedMeanwhile is the error that says session id has ended, if it is
+// seen ended within keeperRival; else nil. A keeper that exited, or went
+// between its lookup and a request, is mostly a session that is ending:
+// its keeper exits with its sandbox's first program, and the session is
+// seen ended a moment after. Its end says why better.
+func (r *Layer) endedMeanwhile(ctx context.Context, id, caller string) error {
+	for deadline := time.Now().Add(keeperRival); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, err := r.sessions.RunDir(ctx, id, caller); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // errKeeperExited: a keeper started for a session exited, and none holds
@@ -294,14 +303,26 @@ func events(ctx context.Context, body io.Reader, fn func(contract.ProcessEvent) 
 	}
 }
 
-// toKeeper runs f with session id's keeper.
+// toKeeper runs f with session id's keeper. Should the keeper be gone
+// when f reaches for it, and the session end meanwhile, the session's
+// end is the error.
 func (r *Layer) toKeeper(ctx context.Context, id, caller string, f func(*Client) error) error {
 	kc, err := r.keeperFor(ctx, id, caller)
 	if err != nil {
 		return err
 	}
-	return f(kc)
+	err = f(kc)
+	if errors.Is(err, errKeeperUnreachable) {
+		if lerr := r.endedMeanwhile(ctx, id, caller); lerr != nil {
+			return lerr
+		}
+	}
+	return err
 }
+
+// errKeeperUnreachable: a request found no keeper on the session's
+// socket.
+var errKeeperUnreachable = errors.New("reaching the session's keeper")
 
 // Client speaks to one keeper.
 type Client struct {
@@ -351,7 +372,7 @@ func (kc *Client) do(ctx context.Context, method, path string, q url.Values, bod
 	}
 	resp, err := kc.HTTP.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reaching the session's keeper: %w", err)
+		return nil, fmt.Errorf("%w: %w", errKeeperUnreachable, err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
