@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,13 +21,7 @@ import (
 // address it prints; the test's cleanup ends it with SIGINT.
 func portForward(t *testing.T, id, port string) string {
 	t.Helper()
-	cmd := exec.Command(boxerBin, "--namespace", namespace, "session", "port", id, port)
-	cmd.Env = testEnv
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
+	cmd, out, errb := pipeBoxer(t, "session", "port", id, port)
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGINT)
 		_ = cmd.Wait()

@@ -35,17 +35,25 @@ func sessionExec(t *testing.T, stdin string, args ...string) run {
 	return r
 }
 
+// pipeBoxer starts boxer with args in the test's namespace, its stdout
+// a pipe and its stderr kept.
+func pipeBoxer(t *testing.T, args ...string) (*exec.Cmd, io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(boxerBin, append([]string{"--namespace", namespace}, args...)...)
+	cmd.Env = testEnv
+	errb := &strings.Builder{}
+	cmd.Stderr = errb
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	return cmd, out, errb
+}
+
 // interruptExec runs script with 'boxer session exec' in the foreground
 // and sends boxer SIGINT once the script has written its first line.
 func interruptExec(t *testing.T, id, script string) run {
 	t.Helper()
-	cmd := exec.Command(boxerBin, "--namespace", namespace, "session", "exec", id, "--", "sh", "-c", script)
-	cmd.Env = testEnv
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	out, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
+	cmd, out, errb := pipeBoxer(t, "session", "exec", id, "--", "sh", "-c", script)
 	timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
 	defer timer.Stop()
 	br := bufio.NewReader(out)
@@ -54,7 +62,7 @@ func interruptExec(t *testing.T, id, script string) run {
 		_ = cmd.Process.Signal(os.Interrupt)
 	}
 	rest, _ := io.ReadAll(br)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	r := run{stdout: first + string(rest), stderr: errb.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
